@@ -1,0 +1,51 @@
+#pragma once
+// Event counters, always on. Each tier owns one Counters and bumps plain integers (the engine
+// is single-writer per tier today); the engine adds them up. They are the deterministic part
+// of every comparison between architectures.
+#include <cstdint>
+
+namespace tristore {
+
+#define TRISTORE_COUNTERS(X)                                                            \
+  X(nvm_lines_read)         /* cache lines loaded from NVM (or charged, nvm-direct) */ \
+  X(nvm_lines_written)      /* cache lines written back to NVM */                       \
+  X(ssd_pages_read)                                                                     \
+  X(ssd_pages_written)                                                                  \
+  X(page_table_lookups)     /* fixes that went through the combined page table */      \
+  X(swizzled_hits)          /* fixes served by a swizzled swip: no lookup */           \
+  X(mini_pages_created)                                                                 \
+  X(mini_page_promotions)                                                               \
+  X(nvm_admissions)         /* DRAM evictions admitted to NVM */                        \
+  X(nvm_admissions_denied)  /* DRAM evictions sent to SSD instead */                    \
+  X(dram_evictions)                                                                     \
+  X(nvm_evictions)                                                                      \
+  X(llc_misses)             /* NVM lines that missed the simulated LLC */              \
+  X(log_bytes_written)
+
+struct Counters {
+#define TRISTORE_DECLARE_COUNTER(name) std::uint64_t name = 0;
+  TRISTORE_COUNTERS(TRISTORE_DECLARE_COUNTER)
+#undef TRISTORE_DECLARE_COUNTER
+
+  Counters& operator+=(const Counters& other) {
+#define TRISTORE_ADD_COUNTER(name) name += other.name;
+    TRISTORE_COUNTERS(TRISTORE_ADD_COUNTER)
+#undef TRISTORE_ADD_COUNTER
+    return *this;
+  }
+  friend Counters operator-(Counters a, const Counters& b) {
+#define TRISTORE_SUB_COUNTER(name) a.name -= b.name;
+    TRISTORE_COUNTERS(TRISTORE_SUB_COUNTER)
+#undef TRISTORE_SUB_COUNTER
+    return a;
+  }
+  // Calls visit(name, value) for every counter, in declaration order.
+  template <typename Visit>
+  void for_each(Visit&& visit) const {
+#define TRISTORE_VISIT_COUNTER(name) visit(#name, name);
+    TRISTORE_COUNTERS(TRISTORE_VISIT_COUNTER)
+#undef TRISTORE_VISIT_COUNTER
+  }
+};
+
+}  // namespace tristore

@@ -1,0 +1,33 @@
+#include "engine/config.hpp"
+
+#include <array>
+#include <utility>
+
+#include "common/error.hpp"
+
+namespace tristore {
+
+namespace {
+constexpr std::array<std::pair<Architecture, std::string_view>, 5> kArchitectureNames{{
+    {Architecture::kThreeTier, "3tier"},
+    {Architecture::kBasicNvm, "basic-nvm"},
+    {Architecture::kNvmDirect, "nvm-direct"},
+    {Architecture::kSsdBm, "ssd-bm"},
+    {Architecture::kMainMemory, "main-memory"},
+}};
+}  // namespace
+
+std::string_view architecture_name(Architecture arch) {
+  for (auto [value, name] : kArchitectureNames)
+    if (value == arch) return name;
+  return "unknown";
+}
+
+Architecture parse_architecture(std::string_view name) {
+  for (auto [value, spelling] : kArchitectureNames)
+    if (spelling == name) return value;
+  fail("unknown architecture '{}' (expected 3tier, basic-nvm, nvm-direct, ssd-bm or main-memory)",
+       name);
+}
+
+}  // namespace tristore

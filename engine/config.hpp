@@ -1,0 +1,36 @@
+#pragma once
+// Everything needed to open a database: one value, validated by Database::open.
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace tristore {
+
+enum class Architecture { kThreeTier, kBasicNvm, kNvmDirect, kSsdBm, kMainMemory };
+
+// "3tier", "basic-nvm", "nvm-direct", "ssd-bm", "main-memory" (the --arch spellings).
+std::string_view architecture_name(Architecture arch);
+Architecture parse_architecture(std::string_view name);  // throws Error on an unknown name
+
+inline constexpr std::uint64_t kMiB = 1024 * 1024;
+inline constexpr std::uint64_t kGiB = 1024 * kMiB;
+
+struct Config {
+  Architecture architecture = Architecture::kThreeTier;
+  std::uint64_t dram_bytes = 200 * kMiB;  // buffer pool: frames + mini pages, a hard limit
+  std::uint64_t nvm_bytes = 1 * kGiB;     // NVM file: superblock + log area + page slots
+  std::uint64_t ssd_bytes = 5 * kGiB;     // SSD page file
+  std::string nvm_path = "/dev/shm/tristore.nvm";
+  std::string ssd_path;                  // empty: $TMPDIR (or /tmp)/tristore.ssd
+  std::uint32_t nvm_read_ns = 0;         // injected per NVM cache line read (LLC misses only)
+  std::uint32_t nvm_write_ns = 0;        // injected per NVM cache line written back
+  std::uint64_t llc_bytes = 0;           // simulated last-level cache; 0: this machine's LLC
+  int numa_node = -1;                    // bind the NVM region to this node; -1: no binding
+  bool cache_line_grained = true;        // 3tier switches (paper Figure 10)
+  bool mini_pages = true;
+  bool swizzling = true;
+  std::uint64_t admission_set_size = 0;  // 0: the default (see tiers/admission_set.hpp)
+  bool create = true;                    // true: create fresh files; false: open existing ones
+};
+
+}  // namespace tristore

@@ -1,0 +1,62 @@
+#pragma once
+// The embeddable database: open from a Config, create or open tables, read the counters.
+//
+//   auto db = tristore::Database::open(config);
+//   auto users = db->create_table<std::uint64_t, Account>("accounts");
+//   users.insert(42, account);
+//   Account a; users.get(42, a);
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "common/counters.hpp"
+#include "engine/config.hpp"
+
+namespace tristore {
+
+// What a Table needs of its key and value types: fixed size, copyable with memcpy; keys
+// ordered by operator<.
+template <typename K>
+concept TableKey = std::is_trivially_copyable_v<K> && std::totally_ordered<K>;
+template <typename V>
+concept TableValue = std::is_trivially_copyable_v<V>;
+
+template <TableKey K, TableValue V>
+class TableInterface;  // engine/table_interface.hpp: one implementation per architecture
+
+template <TableKey K, TableValue V>
+class Table;  // engine/table.hpp
+
+struct MemoryUsage {
+  std::uint64_t dram_bytes = 0;        // buffer pool (or in-memory pages) in use
+  std::uint64_t dram_limit_bytes = 0;  // the configured budget
+  std::uint64_t page_table_bytes = 0;  // reported apart from the budget
+  std::uint64_t nvm_bytes = 0;         // NVM slots in use
+  std::uint64_t ssd_bytes = 0;         // SSD pages in use
+};
+
+class Database {
+ public:
+  // Throws Error (one line) for a configuration that cannot work or files that do not match.
+  static std::unique_ptr<Database> open(const Config& config);
+  virtual ~Database() = default;
+
+  const Config& config() const { return config_; }
+  virtual Counters counters() const = 0;
+  virtual MemoryUsage memory_usage() const = 0;
+
+  template <TableKey K, TableValue V>
+  Table<K, V> create_table(std::string_view name);  // Error if it exists
+  template <TableKey K, TableValue V>
+  Table<K, V> open_table(std::string_view name);  // Error if missing or of other types
+
+ protected:
+  explicit Database(const Config& config) : config_(config) {}
+  Config config_;
+};
+
+}  // namespace tristore

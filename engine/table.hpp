@@ -1,0 +1,63 @@
+#pragma once
+// A typed table: a B+-tree of fixed-size keys and values. Cheap to copy (a handle).
+#include <cstddef>
+#include <functional>
+#include <memory>
+
+#include "engine/database.hpp"
+
+namespace tristore {
+
+template <TableKey K, TableValue V>
+class TableInterface {
+ public:
+  using Visit = std::function<bool(const K&, const V&)>;
+  using Generate = std::function<void(std::size_t index, K& key, V& value)>;
+  virtual ~TableInterface() = default;
+  virtual bool get(const K& key, V& out) = 0;
+  virtual bool get_part(const K& key, std::size_t offset, std::size_t length, void* out) = 0;
+  virtual bool insert(const K& key, const V& value) = 0;
+  virtual bool update(const K& key, const V& value) = 0;
+  virtual bool update_part(const K& key, std::size_t offset, std::size_t length,
+                           const void* bytes) = 0;
+  virtual bool remove(const K& key) = 0;
+  virtual std::size_t scan(const K& from, std::size_t limit, const Visit& visit) = 0;
+  virtual void bulk_load(std::size_t count, const Generate& generate, double fill_factor) = 0;
+};
+
+template <TableKey K, TableValue V>
+class Table {
+ public:
+  explicit Table(std::shared_ptr<TableInterface<K, V>> impl) : impl_(std::move(impl)) {}
+
+  // Point operations; each returns whether the key was found (insert: was absent).
+  bool get(const K& key, V& out) { return impl_->get(key, out); }
+  // Reads value bytes [offset, offset + length) only: touches only their cache lines.
+  bool get_part(const K& key, std::size_t offset, std::size_t length, void* out) {
+    return impl_->get_part(key, offset, length, out);
+  }
+  bool insert(const K& key, const V& value) { return impl_->insert(key, value); }
+  bool update(const K& key, const V& value) { return impl_->update(key, value); }
+  // Overwrites value bytes [offset, offset + length); only those bytes become dirty.
+  bool update_part(const K& key, std::size_t offset, std::size_t length, const void* bytes) {
+    return impl_->update_part(key, offset, length, bytes);
+  }
+  bool remove(const K& key) { return impl_->remove(key); }
+  // Visits entries with key >= from in ascending key order, at most `limit` of them, until
+  // visit(key, value) returns false. Returns the number visited.
+  std::size_t scan(const K& from, std::size_t limit,
+                   const typename TableInterface<K, V>::Visit& visit) {
+    return impl_->scan(from, limit, visit);
+  }
+  // Fills an empty table with `count` entries in ascending key order, generate(i, key, value)
+  // giving the i-th; leaves are filled to `fill_factor` (the paper uses 0.66).
+  void bulk_load(std::size_t count, const typename TableInterface<K, V>::Generate& generate,
+                 double fill_factor = 0.66) {
+    impl_->bulk_load(count, generate, fill_factor);
+  }
+
+ private:
+  std::shared_ptr<TableInterface<K, V>> impl_;
+};
+
+}  // namespace tristore

@@ -1,0 +1,44 @@
+#pragma once
+// A swip is the 8-byte reference a parent page holds to a child: bit 63 set = unswizzled page
+// id, bit 63 clear = pointer to the child's DRAM frame (user-space pointers stay below 2^47).
+#include <bit>
+#include <cassert>
+#include <cstdint>
+
+#include "common/types.hpp"
+
+namespace tristore {
+
+class Swip {
+ public:
+  Swip() = default;
+  static Swip from_page_id(PageId pid) {
+    assert((pid & kUnswizzledTag) == 0);
+    return Swip(pid | kUnswizzledTag);
+  }
+  template <typename Frame>
+  static Swip from_frame(Frame* frame) {
+    return Swip(std::bit_cast<std::uint64_t>(frame));
+  }
+
+  bool is_swizzled() const { return (word_ & kUnswizzledTag) == 0; }
+  PageId page_id() const {
+    assert(!is_swizzled());
+    return word_ & ~kUnswizzledTag;
+  }
+  template <typename Frame>
+  Frame* frame() const {
+    assert(is_swizzled());
+    return std::bit_cast<Frame*>(word_);
+  }
+  std::uint64_t raw() const { return word_; }
+  bool operator==(const Swip&) const = default;
+
+ private:
+  static constexpr std::uint64_t kUnswizzledTag = std::uint64_t{1} << 63;
+  explicit Swip(std::uint64_t word) : word_(word) {}
+  std::uint64_t word_ = kUnswizzledTag;  // default: page id 0, unswizzled
+};
+static_assert(sizeof(Swip) == 8);
+
+}  // namespace tristore

@@ -1,0 +1,87 @@
+#pragma once
+// The SSD tier: one file of 16 KiB pages, read and written whole with O_DIRECT.
+//
+// File layout, in 16 KiB pages:
+//   page 0                 two 4 KiB superblock copies (A at 0, B at 4 KiB), each with its
+//   checksum,
+//                          a generation number and the 2 KiB engine metadata area
+//   pages 1 .. 2B          two copies of the allocation bitmap, B pages each
+//   pages 1+2B ..          the data pages, SSD page ids 0 .. page_capacity()-1
+// sync() writes the next generation's bitmap copy, then its superblock copy, so a crash in
+// between leaves the previous generation intact (shadow copies; no torn superblock).
+//
+// Thread safety: read() and write() of distinct pages may run concurrently with each other and
+// with allocate()/free(); sync() and metadata() need the caller to hold off writers of metadata.
+// Allocation becomes durable at sync(). A page's content is undefined between allocate() and its
+// first write().
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "common/counters.hpp"
+#include "common/error.hpp"
+#include "common/types.hpp"
+#include "ssd/checksum_mismatch.hpp"
+
+namespace tristore {
+
+struct SsdOptions {
+  std::string path;  // default chosen by the engine: $TMPDIR/tristore.ssd
+  std::uint64_t size_bytes =
+      0;                // create: capacity (superblock + bitmaps + pages); open: 0 or must match
+  bool create = false;  // true: create/truncate; false: open (missing file -> Error)
+  std::uint64_t database_id = 0;  // create: 0 picks a random id; open: != 0 must match
+  std::uint32_t read_latency_ns = 0, write_latency_ns = 0;  // extra busy-wait per page I/O
+};
+
+class SsdPageFile {
+ public:
+  static constexpr std::size_t kMetadataSize = 2048;
+
+  // Creates (or truncates) the file and reserves size_bytes on disk.
+  static std::unique_ptr<SsdPageFile> create(const SsdOptions& options);
+  // Validates the superblock: magic, version, page size, capacity vs file size, database id,
+  // checksums. Any mismatch throws Error with a one-line message.
+  static std::unique_ptr<SsdPageFile> open(const SsdOptions& options);
+  // options.create ? create(options) : open(options).
+  static std::unique_ptr<SsdPageFile> create_or_open(const SsdOptions& options);
+
+  ~SsdPageFile();
+  SsdPageFile(const SsdPageFile&) = delete;
+  SsdPageFile& operator=(const SsdPageFile&) = delete;
+
+  std::uint64_t database_id() const;
+  std::uint64_t page_capacity() const;
+  std::uint64_t pages_in_use() const;
+  const std::string& path() const;
+  // False when the file system refused O_DIRECT (tmpfs) and I/O goes through the page cache.
+  bool direct_io() const;
+
+  PageId allocate();  // lowest free page id; Error "SSD full (N pages)" when none
+  void free(PageId id);
+  bool is_allocated(PageId id) const;
+
+  // Any alignment of `page` (a bounce buffer is used when it is not 4 KiB aligned). Verifies the
+  // crc32c and that the header's page id is `id`; otherwise throws ChecksumMismatch and leaves
+  // `page` zeroed.
+  void read(PageId id, std::byte* page);
+  // Writes a copy of `page` whose PageHeader carries `id` and the checksum; `page` is unchanged.
+  void write(PageId id, const std::byte* page);
+  // fdatasync the data, then persist the allocation bitmap and the superblock (with metadata).
+  void sync();
+
+  // Engine metadata, persisted by sync().
+  std::span<std::byte> metadata();
+  std::span<const std::byte> metadata() const;
+
+  const Counters& counters() const;
+
+ private:
+  struct State;
+  explicit SsdPageFile(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace tristore

@@ -1,0 +1,44 @@
+#include "emulation/llc_simulator.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <string>
+
+#include "common/error.hpp"
+
+namespace tristore {
+
+SimulatedLlc::SimulatedLlc(std::uint64_t bytes, std::uint32_t ways) : ways_(ways) {
+  if (ways == 0) fail("simulated LLC needs at least one way");
+  if (bytes == 0) bytes = machine_llc_bytes();
+  sets_ = std::max<std::uint64_t>(1, bytes / (std::uint64_t{ways} * 64));
+  tags_.assign(sets_ * ways_, 0);
+}
+
+void SimulatedLlc::clear() { std::fill(tags_.begin(), tags_.end(), 0); }
+
+std::uint64_t SimulatedLlc::machine_llc_bytes() {
+  // 1. glibc knows the L3 (and L2 when there is no L3) on x86.
+  for (int name : {_SC_LEVEL3_CACHE_SIZE, _SC_LEVEL2_CACHE_SIZE}) {
+    const long bytes = sysconf(name);
+    if (bytes > 0) return static_cast<std::uint64_t>(bytes);
+  }
+  // 2. Otherwise the highest cache level sysfs describes for cpu0.
+  std::uint64_t largest = 0;
+  for (int index = 0; index < 8; ++index) {
+    std::ifstream file("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) +
+                       "/size");
+    std::string text;
+    if (!(file >> text)) break;
+    std::uint64_t value = std::stoull(text);
+    if (text.back() == 'K') value <<= 10;
+    if (text.back() == 'M') value <<= 20;
+    largest = std::max(largest, value);
+  }
+  // 3. A typical server L3 when nothing answers.
+  return largest != 0 ? largest : (32ull << 20);
+}
+
+}  // namespace tristore

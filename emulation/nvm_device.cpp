@@ -1,0 +1,118 @@
+#include "emulation/nvm_device.hpp"
+
+#include <numa.h>
+#include <numaif.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/error.hpp"
+
+namespace tristore {
+
+namespace {
+
+void check_numa_node_exists(int node) {
+  if (numa_available() < 0)
+    fail("NUMA node {} requested, but this system has no NUMA support", node);
+  const int max_node = numa_max_node();
+  if (node > max_node ||
+      numa_bitmask_isbitset(numa_all_nodes_ptr, static_cast<unsigned>(node)) == 0)
+    fail("NUMA node {} does not exist (this machine has nodes 0..{})", node, max_node);
+}
+
+}  // namespace
+
+std::string default_nvm_path(const std::string& tag) {
+  return "/dev/shm/tristore-" + tag + "-" + std::to_string(::getpid()) + ".nvm";
+}
+
+NvmDevice::NvmDevice(const NvmDeviceOptions& options)
+    : path_(options.path), read_ns_(options.read_ns), write_ns_(options.write_ns) {
+  // 1. Check everything we can before touching the file system.
+  if (path_.empty()) fail("NVM path is empty");
+  if (options.numa_node < -1)
+    fail("NUMA node {} is not valid (use -1 for no binding)", options.numa_node);
+  if (options.numa_node >= 0) check_numa_node_exists(options.numa_node);
+
+  // 2. Map the file: create (truncate, then size and allocate) or open an existing one.
+  std::size_t mapped_length = 0;
+  int is_pmem = 0;
+  void* address = nullptr;
+  if (options.create) {
+    if (options.size_bytes == 0) fail("NVM size must be greater than 0 to create {}", path_);
+    if (::truncate(path_.c_str(), 0) != 0 && errno != ENOENT)
+      fail("cannot truncate NVM file {}: {}", path_, std::strerror(errno));
+    address = pmem_map_file(path_.c_str(), options.size_bytes, PMEM_FILE_CREATE, 0666,
+                            &mapped_length, &is_pmem);
+    if (address == nullptr)
+      fail("cannot create NVM file {} of {} bytes: {}", path_, options.size_bytes, pmem_errormsg());
+  } else {
+    struct stat status {};
+    if (::stat(path_.c_str(), &status) != 0) {
+      if (errno == ENOENT) fail("NVM file {} does not exist", path_);
+      fail("cannot open NVM file {}: {}", path_, std::strerror(errno));
+    }
+    if (S_ISREG(status.st_mode)) {
+      const auto file_bytes = static_cast<std::uint64_t>(status.st_size);
+      if (file_bytes == 0) fail("NVM file {} is empty", path_);
+      if (options.size_bytes != 0 && options.size_bytes != file_bytes)
+        fail("NVM file {} is {} bytes, expected {}", path_, file_bytes, options.size_bytes);
+    }
+    address = pmem_map_file(path_.c_str(), 0, 0, 0, &mapped_length, &is_pmem);
+    if (address == nullptr) fail("cannot map NVM file {}: {}", path_, pmem_errormsg());
+  }
+  base_ = static_cast<std::byte*>(address);
+  mapped_length_ = mapped_length;
+  size_ = mapped_length;
+  is_pmem_ = is_pmem != 0;
+
+  // 3. Emulation extras; unmap again if one of them fails.
+  try {
+    if (options.numa_node >= 0 && !is_pmem_) bind_to_numa_node(options.numa_node);
+    if (read_ns_ != 0 || write_ns_ != 0) {
+      tsc_ = TscClock::calibrate();
+      read_ticks_ = tsc_->ticks(read_ns_);
+      write_ticks_ = tsc_->ticks(write_ns_);
+      llc_ = std::make_unique<SimulatedLlc>(options.llc_bytes);
+    }
+    if (options.crash_simulation) crash_ = std::make_unique<CrashSimulator>(base_, size_);
+    if (options.wear_counting)
+      wear_ = std::make_unique<WearCounters>((size_ + kCacheLineSize - 1) / kCacheLineSize);
+  } catch (...) {
+    pmem_unmap(base_, mapped_length_);
+    throw;
+  }
+}
+
+NvmDevice::~NvmDevice() { pmem_unmap(base_, mapped_length_); }
+
+void NvmDevice::bind_to_numa_node(int node) {
+  // On DAX the node is the one the device sits on; on tmpfs the pages follow this policy.
+  bitmask* nodes = numa_allocate_nodemask();
+  numa_bitmask_setbit(nodes, static_cast<unsigned>(node));
+  const long result =
+      mbind(base_, mapped_length_, MPOL_BIND, nodes->maskp, nodes->size + 1, MPOL_MF_MOVE);
+  const int error = errno;
+  numa_bitmask_free(nodes);
+  if (result != 0)
+    fail("cannot bind NVM file {} to NUMA node {}: {}", path_, node, std::strerror(error));
+}
+
+void NvmDevice::charge_read_latency(std::uint64_t first_line, std::uint64_t count) {
+  std::uint64_t misses = 0;
+  for (std::uint64_t line = first_line; line < first_line + count; ++line)
+    misses += llc_->access(line) ? 0 : 1;
+  counters_.llc_misses += misses;
+  if (misses != 0) tsc_->spin_ticks(read_ticks_ * misses);
+}
+
+void NvmDevice::charge_write_latency(std::uint64_t first_line, std::uint64_t count) {
+  // A written line sits in the cache afterwards; the write itself always reaches NVM.
+  for (std::uint64_t line = first_line; line < first_line + count; ++line) llc_->access(line);
+  if (write_ticks_ != 0) tsc_->spin_ticks(write_ticks_ * count);
+}
+
+}  // namespace tristore

@@ -1,0 +1,144 @@
+#pragma once
+// A file mapped as NVM with libpmem. On a DAX file system (real PMem, or DRAM reserved with
+// memmap= and mounted -o dax) pmem_is_pmem() holds and flush + fence reach the persistence
+// domain: data survives power loss. On tmpfs (/dev/shm, the default) we issue the very same
+// pmem_flush + pmem_drain, so the instruction cost is the same; the data then survives a
+// process crash (tmpfs outlives the process) but not a power loss or a reboot.
+//
+// Emulation on top: injected read/write latency per cache line (TSC busy-wait) for lines that
+// miss a simulated LLC, a crash simulator (durable image beside the working one), per-line
+// wear counters, NUMA placement. With latency 0 the charge calls only count lines.
+#include <libpmem.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/counters.hpp"
+#include "common/types.hpp"
+#include "emulation/crash_simulator.hpp"
+#include "emulation/llc_simulator.hpp"
+#include "emulation/tsc.hpp"
+#include "emulation/wear_counters.hpp"
+
+namespace tristore {
+
+// A file under /dev/shm unique to this process and tag, e.g. for tests and defaults.
+std::string default_nvm_path(const std::string& tag = "nvm");
+
+struct NvmDeviceOptions {
+  std::string path;              // file to map (DAX file system or tmpfs)
+  std::uint64_t size_bytes = 0;  // create: file size; open: 0 = the file's size, else must match
+  bool create = false;           // true: create/truncate; false: open existing
+  int numa_node = -1;            // bind the mapping to this NUMA node (mbind); -1 = no binding
+  std::uint32_t read_ns = 0;     // injected latency per NVM line read that misses the simulated LLC
+  std::uint32_t write_ns = 0;    // injected latency per NVM line written
+  std::uint64_t llc_bytes = 0;   // simulated LLC size; 0 = this machine's LLC; 16-way
+  bool crash_simulation = false;  // keep a durable image beside the working one (tests)
+  bool wear_counting = false;     // per-line write counters
+};
+
+class NvmDevice {
+ public:
+  explicit NvmDevice(const NvmDeviceOptions& options);  // throws Error
+  ~NvmDevice();
+  NvmDevice(const NvmDevice&) = delete;
+  NvmDevice& operator=(const NvmDevice&) = delete;
+
+  std::byte* base() const { return base_; }
+  std::uint64_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+  bool is_pmem() const { return is_pmem_; }
+  bool contains(const void* p) const {
+    auto* b = static_cast<const std::byte*>(p);
+    return b >= base_ && b < base_ + size_;
+  }
+  std::uint32_t read_ns() const { return read_ns_; }
+  std::uint32_t write_ns() const { return write_ns_; }
+
+  void read(void* dram_dst, const std::byte* nvm_src, std::size_t length) {
+    std::memcpy(dram_dst, nvm_src, length);
+    charge_read(nvm_src, length);
+  }
+  void charge_read(const std::byte* nvm, std::size_t length) {
+    if (length == 0) return;
+    const auto [first, count] = line_range(nvm, length);
+    counters_.nvm_lines_read += count;
+    if (read_ns_ != 0) [[unlikely]]
+      charge_read_latency(first, count);
+  }
+
+  // Not yet durable: follow with flush + fence (or persist).
+  void write(std::byte* nvm_dst, const void* dram_src, std::size_t length) {
+    std::memcpy(nvm_dst, dram_src, length);
+    charge_write(nvm_dst, length);
+  }
+  void charge_write(const std::byte* nvm, std::size_t length) {
+    if (length == 0) return;
+    const auto [first, count] = line_range(nvm, length);
+    counters_.nvm_lines_written += count;
+    if (wear_) [[unlikely]]
+      wear_->record(first, count);
+    if (llc_) [[unlikely]]
+      charge_write_latency(first, count);
+  }
+
+  // pmem_flush picks clwb / clflushopt / clflush at run time.
+  void flush(const void* nvm, std::size_t length) {
+    if (crash_) [[unlikely]]
+      crash_->on_flush(nvm, length);
+    pmem_flush(nvm, length);
+  }
+  // pmem_drain (sfence). Crash simulation: flushed lines become durable; an armed fence throws
+  // SimulatedCrash first.
+  void fence() {
+    if (crash_) [[unlikely]]
+      crash_->on_fence();
+    pmem_drain();
+  }
+  void persist(const void* nvm, std::size_t length) {
+    flush(nvm, length);
+    fence();
+  }
+
+  const Counters& counters() const { return counters_; }
+  Counters& counters() { return counters_; }
+  CrashSimulator* crash_simulator() { return crash_.get(); }
+  const WearCounters* wear() const { return wear_.get(); }
+  // Present only when read_ns or write_ns is non-zero.
+  SimulatedLlc* llc() { return llc_.get(); }
+
+ private:
+  struct LineRange {
+    std::uint64_t first;  // line index within the region
+    std::uint64_t count;
+  };
+  LineRange line_range(const std::byte* nvm, std::size_t length) const {
+    const auto offset = static_cast<std::uint64_t>(nvm - base_);
+    const std::uint64_t first = offset / kCacheLineSize;
+    return {first, (offset + length - 1) / kCacheLineSize - first + 1};
+  }
+  void charge_read_latency(std::uint64_t first_line, std::uint64_t count);
+  void charge_write_latency(std::uint64_t first_line, std::uint64_t count);
+  void bind_to_numa_node(int node);
+
+  std::string path_;
+  std::byte* base_ = nullptr;
+  std::uint64_t size_ = 0;
+  std::uint64_t mapped_length_ = 0;
+  bool is_pmem_ = false;
+  std::uint32_t read_ns_ = 0;
+  std::uint32_t write_ns_ = 0;
+  std::uint64_t read_ticks_ = 0;
+  std::uint64_t write_ticks_ = 0;
+  std::optional<TscClock> tsc_;
+  std::unique_ptr<SimulatedLlc> llc_;
+  std::unique_ptr<CrashSimulator> crash_;
+  std::unique_ptr<WearCounters> wear_;
+  Counters counters_;
+};
+
+}  // namespace tristore

@@ -1,0 +1,29 @@
+#pragma once
+// How often each NVM cache line was written: NVM cells wear out, so a design that spreads or
+// avoids writes lasts longer (paper Figure 16).
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace tristore {
+
+class WearCounters {
+ public:
+  explicit WearCounters(std::uint64_t lines) : writes_(lines, 0) {}
+
+  void record(std::uint64_t first_line, std::uint64_t line_count) {
+    for (std::uint64_t line = first_line; line < first_line + line_count; ++line) ++writes_[line];
+  }
+
+  std::uint64_t lines() const { return writes_.size(); }
+  std::uint64_t writes(std::uint64_t line) const { return writes_[line]; }
+  std::uint64_t total() const;
+  // Write count of every line, most written first.
+  std::vector<std::uint64_t> histogram() const;
+  void reset();
+
+ private:
+  std::vector<std::uint64_t> writes_;
+};
+
+}  // namespace tristore

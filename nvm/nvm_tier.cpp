@@ -1,0 +1,142 @@
+#include "nvm/nvm_tier.hpp"
+
+#include <cassert>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "common/error.hpp"
+
+namespace tristore {
+
+namespace {
+
+std::uint64_t random_database_id() {
+  std::random_device device;
+  std::uint64_t id = 0;
+  while (id == 0) id = (std::uint64_t{device()} << 32) | device();
+  return id;
+}
+
+}  // namespace
+
+NvmTier::NvmTier(std::unique_ptr<NvmDevice> device, const NvmLayout& layout,
+                 std::uint64_t database_id)
+    : device_(std::move(device)),
+      layout_(layout),
+      database_id_(database_id),
+      headers_(reinterpret_cast<NvmSlotHeader*>(device_->base() + layout.headers_offset)),
+      slots_(device_->base() + layout.slots_offset),
+      slots_end_(slots_ + layout.slot_count * kPageSize) {}
+
+std::unique_ptr<NvmTier> NvmTier::create(const NvmTierOptions& options) {
+  // 1. Fit the layout into the requested size before creating anything.
+  const std::uint64_t log_bytes = align_up(options.log_bytes, kNvmAlignment);
+  const std::uint64_t file_bytes = options.device.size_bytes;
+  const std::uint64_t slot_count = NvmLayout::max_slots(file_bytes, log_bytes);
+  if (slot_count == 0)
+    fail("NVM size of {} bytes is too small: superblock, {} log bytes and one 16 KiB slot need {}",
+         file_bytes, log_bytes, NvmLayout::compute(1, log_bytes).end);
+  if (slot_count > std::numeric_limits<SlotId>::max())
+    fail("NVM size of {} bytes holds more slots than a 32-bit slot id can name", file_bytes);
+  const NvmLayout layout = NvmLayout::compute(slot_count, log_bytes);
+
+  // 2. Map a fresh file.
+  NvmDeviceOptions device_options = options.device;
+  device_options.create = true;
+  auto device = std::make_unique<NvmDevice>(device_options);
+
+  // 3. Mark every slot free, persisted before the superblock makes the file valid.
+  auto* headers = reinterpret_cast<NvmSlotHeader*>(device->base() + layout.headers_offset);
+  const NvmSlotHeader free_header = NvmSlotHeader::make(kInvalidPageId, 0, false);
+  for (std::uint64_t id = 0; id < slot_count; ++id) headers[id] = free_header;
+  device->persist(headers, slot_count * sizeof(NvmSlotHeader));
+
+  // 4. Write the superblock last: a crash while formatting leaves no valid file behind.
+  const std::uint64_t database_id =
+      options.database_id != 0 ? options.database_id : random_database_id();
+  NvmSuperblock superblock{};
+  superblock.magic = kNvmMagic;
+  superblock.format_version = kNvmFormatVersion;
+  superblock.page_size = kPageSize;
+  superblock.slot_count = slot_count;
+  superblock.log_bytes = log_bytes;
+  superblock.database_id = database_id;
+  superblock.file_bytes = device->size();
+  superblock.checksum = superblock.compute_checksum();
+  std::memcpy(device->base(), &superblock, sizeof(superblock));
+  device->persist(device->base(), sizeof(superblock));
+
+  auto tier = std::unique_ptr<NvmTier>(new NvmTier(std::move(device), layout, database_id));
+  tier->rebuild_free_list();
+  return tier;
+}
+
+std::unique_ptr<NvmTier> NvmTier::open(const NvmTierOptions& options) {
+  // 1. Map the existing file.
+  NvmDeviceOptions device_options = options.device;
+  device_options.create = false;
+  auto device = std::make_unique<NvmDevice>(device_options);
+  const std::string& path = device->path();
+
+  // 2. Is it ours, intact, and of a format we read?
+  NvmSuperblock superblock{};
+  if (device->size() < sizeof(superblock)) fail("{} is not a tristore NVM file", path);
+  std::memcpy(&superblock, device->base(), sizeof(superblock));
+  if (superblock.magic != kNvmMagic) fail("{} is not a tristore NVM file", path);
+  if (superblock.checksum != superblock.compute_checksum())
+    fail("{}: corrupt superblock (checksum mismatch)", path);
+  if (superblock.format_version != kNvmFormatVersion)
+    fail("{}: NVM format version {} is not supported (expected {})", path,
+         superblock.format_version, kNvmFormatVersion);
+  if (superblock.page_size != kPageSize)
+    fail("{}: page size {} does not match this build's {}", path, superblock.page_size, kPageSize);
+
+  // 3. Does it belong to the database the caller opens?
+  if (options.database_id != 0 && superblock.database_id != options.database_id)
+    fail("{} belongs to database {}, not {}", path, superblock.database_id, options.database_id);
+
+  // 4. Is it whole?
+  if (device->size() < superblock.file_bytes)
+    fail("{} is truncated: {} bytes, its superblock says {}", path, device->size(),
+         superblock.file_bytes);
+  if (device->size() != superblock.file_bytes)
+    fail("{} is {} bytes, its superblock says {}", path, device->size(), superblock.file_bytes);
+  const NvmLayout layout = NvmLayout::compute(superblock.slot_count, superblock.log_bytes);
+  if (superblock.slot_count == 0 || superblock.slot_count > std::numeric_limits<SlotId>::max() ||
+      superblock.log_bytes % kNvmAlignment != 0 || superblock.log_bytes > superblock.file_bytes ||
+      layout.end > superblock.file_bytes)
+    fail("{}: corrupt superblock (slot count {} and log size {} do not fit {} bytes)", path,
+         superblock.slot_count, superblock.log_bytes, superblock.file_bytes);
+
+  // 5. Rebuild the volatile free list from the persisted headers.
+  auto tier =
+      std::unique_ptr<NvmTier>(new NvmTier(std::move(device), layout, superblock.database_id));
+  tier->rebuild_free_list();
+  return tier;
+}
+
+void NvmTier::rebuild_free_list() {
+  // Free or torn headers are free: a torn header means the slot's page never became valid.
+  free_slots_.clear();
+  for (std::uint64_t id = layout_.slot_count; id-- > 0;) {
+    const NvmSlotHeader& header = headers_[id];
+    if (header.is_free() || !header.valid()) free_slots_.push_back(static_cast<SlotId>(id));
+  }
+}
+
+void NvmTier::write_header(SlotId id, PageId page_id, Lsn lsn, bool dirty_vs_ssd) {
+  assert(id < layout_.slot_count);
+  NvmSlotHeader* header = &headers_[id];
+  *header = NvmSlotHeader::make(page_id, lsn, dirty_vs_ssd);
+  device_->charge_write(reinterpret_cast<const std::byte*>(header), sizeof(NvmSlotHeader));
+  device_->persist(header, sizeof(NvmSlotHeader));
+}
+
+void NvmTier::free_slot(SlotId id) {
+  assert(id < layout_.slot_count);
+  write_header(id, kInvalidPageId, 0, false);
+  free_slots_.push_back(id);
+}
+
+}  // namespace tristore

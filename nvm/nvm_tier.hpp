@@ -1,0 +1,86 @@
+#pragma once
+// The NVM tier: fixed 16 KiB page slots in a mapped NVM file, their persisted headers, the
+// log area and the engine's metadata area. Slot allocation is volatile; open() rebuilds it
+// by scanning the headers.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "common/types.hpp"
+#include "emulation/nvm_device.hpp"
+#include "nvm/nvm_layout.hpp"
+#include "nvm/nvm_slot_header.hpp"
+
+namespace tristore {
+
+struct NvmTierOptions {
+  NvmDeviceOptions device;
+  std::uint64_t log_bytes = 16ull << 20;  // rounded up to 4 KiB
+  std::uint64_t database_id = 0;          // create: 0 = pick a random id; open: 0 = accept any
+};
+
+class NvmTier {
+ public:
+  // Formats a new file; a size too small for superblock + log + one slot -> Error.
+  static std::unique_ptr<NvmTier> create(const NvmTierOptions& options);
+  // Validates magic, version, page size, checksum, database id and file size -> Error.
+  static std::unique_ptr<NvmTier> open(const NvmTierOptions& options);
+
+  NvmTier(const NvmTier&) = delete;
+  NvmTier& operator=(const NvmTier&) = delete;
+
+  std::uint64_t database_id() const { return database_id_; }
+  std::uint64_t slot_count() const { return layout_.slot_count; }
+  std::uint64_t slots_in_use() const { return layout_.slot_count - free_slots_.size(); }
+  const NvmLayout& layout() const { return layout_; }
+
+  std::byte* slot(SlotId id) const { return slots_ + std::uint64_t{id} * kPageSize; }
+  bool in_slot_area(const void* p) const {
+    auto* b = static_cast<const std::byte*>(p);
+    return b >= slots_ && b < slots_end_;
+  }
+  SlotId slot_of(const void* p) const {
+    return static_cast<SlotId>((static_cast<const std::byte*>(p) - slots_) / kPageSize);
+  }
+
+  const NvmSlotHeader& header(SlotId id) const { return headers_[id]; }
+  bool header_valid(SlotId id) const { return headers_[id].valid(); }
+  // Writes and persists (flush + fence) the header, checksum included.
+  void write_header(SlotId id, PageId page_id, Lsn lsn, bool dirty_vs_ssd);
+
+  std::optional<SlotId> allocate_slot() {
+    if (free_slots_.empty()) return std::nullopt;
+    const SlotId id = free_slots_.back();
+    free_slots_.pop_back();
+    return id;
+  }
+  // Persists page_id = invalid and returns the slot to the free list.
+  void free_slot(SlotId id);
+
+  std::span<std::byte> log_area() const { return {base() + layout_.log_offset, layout_.log_bytes}; }
+  // 2 KiB for the engine; persist it via device().persist.
+  std::span<std::byte> metadata_area() const {
+    return {base() + kNvmMetadataOffset, kNvmMetadataBytes};
+  }
+
+  NvmDevice& device() { return *device_; }
+  const NvmDevice& device() const { return *device_; }
+
+ private:
+  NvmTier(std::unique_ptr<NvmDevice> device, const NvmLayout& layout, std::uint64_t database_id);
+  std::byte* base() const { return device_->base(); }
+  void rebuild_free_list();
+
+  std::unique_ptr<NvmDevice> device_;
+  NvmLayout layout_;
+  std::uint64_t database_id_;
+  NvmSlotHeader* headers_;
+  std::byte* slots_;
+  std::byte* slots_end_;
+  std::vector<SlotId> free_slots_;  // a stack; lowest ids on top after a rebuild
+};
+
+}  // namespace tristore

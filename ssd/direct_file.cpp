@@ -43,7 +43,7 @@ DirectFile::DirectFile(const std::string& path, Mode mode) : path_(path) {
     }
   }
   if (fd_ < 0) {
-    if (errno == ENOENT) fail("SSD file {} does not exist", path);
+    if (errno == ENOENT && mode == Mode::kOpen) fail("SSD file {} does not exist", path);
     fail("cannot open SSD file {}: {}", path, last_error());
   }
   // 2. Lock before truncating, so a file in use is never clobbered.

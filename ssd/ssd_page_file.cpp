@@ -142,11 +142,13 @@ std::unique_ptr<SsdPageFile> SsdPageFile::create(const SsdOptions& options) {
   if (layout.page_capacity == 0)
     fail("SSD size {} bytes is too small for {}: it needs at least {} bytes", options.size_bytes,
          options.path, SsdLayout::kMinPages * kPageSize);
-  // 2. The file, truncated and reserved on disk (a failed create leaves no half file behind).
-  auto state =
-      std::make_unique<State>(options, DirectFile(options.path, DirectFile::Mode::kCreate), layout);
+  // 2. The file, truncated and reserved on disk before any memory is sized by it; a failed
+  //    create leaves no half-made file behind.
+  DirectFile file(options.path, DirectFile::Mode::kCreate);
+  std::unique_ptr<State> state;
   try {
-    state->file.reserve(layout.file_size());
+    file.reserve(layout.file_size());
+    state = std::make_unique<State>(options, std::move(file), layout);
     // 3. Both superblock copies (generations 0 and 1), each with its empty bitmap.
     Superblock& superblock = state->superblock;
     superblock.size_bytes = layout.size_bytes;

@@ -30,7 +30,10 @@ std::string default_nvm_path(const std::string& tag) {
 }
 
 NvmDevice::NvmDevice(const NvmDeviceOptions& options)
-    : path_(options.path), read_ns_(options.read_ns), write_ns_(options.write_ns) {
+    : path_(options.path),
+      read_ns_(options.read_ns),
+      write_ns_(options.write_ns),
+      llc_filter_(options.llc_filter) {
   // 1. Check everything we can before touching the file system.
   if (path_.empty()) fail("NVM path is empty");
   if (options.numa_node < -1)
@@ -102,9 +105,12 @@ void NvmDevice::bind_to_numa_node(int node) {
 }
 
 void NvmDevice::charge_read_latency(std::uint64_t first_line, std::uint64_t count) {
-  std::uint64_t misses = 0;
-  for (std::uint64_t line = first_line; line < first_line + count; ++line)
-    misses += llc_->access(line) ? 0 : 1;
+  std::uint64_t misses = count;
+  if (llc_filter_) {
+    misses = 0;
+    for (std::uint64_t line = first_line; line < first_line + count; ++line)
+      misses += llc_->access(line) ? 0 : 1;
+  }
   counters_.llc_misses += misses;
   if (misses != 0) tsc_->spin_ticks(read_ticks_ * misses);
 }

@@ -37,6 +37,7 @@ struct NvmDeviceOptions {
   std::uint32_t read_ns = 0;     // injected latency per NVM line read that misses the simulated LLC
   std::uint32_t write_ns = 0;    // injected latency per NVM line written
   std::uint64_t llc_bytes = 0;   // simulated LLC size; 0 = this machine's LLC; 16-way
+  bool llc_filter = true;        // false: charge read latency for every line (no simulated LLC)
   bool crash_simulation = false;  // keep a durable image beside the working one (tests)
   bool wear_counting = false;     // per-line write counters
 };
@@ -134,6 +135,7 @@ class NvmDevice {
   std::uint32_t write_ns_ = 0;
   std::uint64_t read_ticks_ = 0;
   std::uint64_t write_ticks_ = 0;
+  bool llc_filter_ = true;
   std::optional<TscClock> tsc_;
   std::unique_ptr<SimulatedLlc> llc_;
   std::unique_ptr<CrashSimulator> crash_;

@@ -181,6 +181,16 @@ TEST_F(NvmDeviceTest, RepeatedReadOfALineHitsTheSimulatedLlc) {
   EXPECT_EQ(device.counters().nvm_lines_read, 11u);
 }
 
+TEST_F(NvmDeviceTest, WithoutTheLlcFilterEveryReadIsChargedAsAMiss) {
+  NvmDeviceOptions o = options(1 << 20, true);
+  o.read_ns = 1;
+  o.llc_filter = false;
+  NvmDevice device(o);
+  for (int i = 0; i < 5; ++i) device.charge_read(device.base(), 128);
+  EXPECT_EQ(device.counters().llc_misses, 10u);
+  EXPECT_EQ(device.counters().nvm_lines_read, 10u);
+}
+
 TEST_F(NvmDeviceTest, LinesBeyondTheSimulatedLlcMissAgain) {
   NvmDeviceOptions o = options(4 << 20, true);
   o.read_ns = 1;

@@ -136,6 +136,7 @@ TEST_F(NvmTierCrashTest, SuperblockRewriteCutByACrashOpensWholeOrIsRejected) {
     }
   }
   EXPECT_GT(rejected, 0);
+  EXPECT_GT(opened, 0);
 }
 
 TEST_F(NvmTierCrashTest, HeadersPersistedBeforeKillMinusNineSurvive) {

@@ -1,0 +1,318 @@
+#include "engine/log_manager.hpp"
+
+#include <cstdint>
+#include <limits>
+#include <random>
+
+#include "common/error.hpp"
+
+namespace tristore {
+
+namespace {
+
+// LSN 0 is kNoLsn, so the first record sits one alignment unit in.
+constexpr Lsn kFirstLsn = kLogRecordAlignment;
+// Checkpoint records may use this much of the area that ordinary records leave free, so that
+// the on_full checkpoint can still log itself.
+constexpr std::uint64_t kMaxCheckpointReserve = 64 * 1024;
+
+std::uint64_t record_capacity(const NvmDevice& device, std::span<std::byte> area) {
+  if (area.size() < kLogMinAreaBytes)
+    fail("log area of {} bytes is too small (at least {} bytes)", area.size(), kLogMinAreaBytes);
+  if (reinterpret_cast<std::uintptr_t>(area.data()) % alignof(LogHeader) != 0)
+    fail("log area must start on a cache line");
+  if (!device.contains(area.data()) || !device.contains(area.data() + area.size() - 1))
+    fail("log area lies outside the NVM device {}", device.path());
+  return (area.size() - kLogRecordAreaOffset) / kLogRecordAlignment * kLogRecordAlignment;
+}
+
+std::uint32_t checksum_seed(std::uint64_t log_id) {
+  return static_cast<std::uint32_t>(log_id ^ (log_id >> 32));
+}
+
+std::uint64_t random_log_id() {
+  std::random_device random;
+  std::uint64_t id = 0;
+  while (id == 0) id = (std::uint64_t{random()} << 32) | random();
+  return id;
+}
+
+}  // namespace
+
+LogManager::LogManager(NvmDevice& device, std::span<std::byte> area, const LogHeader& header)
+    : device_(device),
+      headers_(reinterpret_cast<LogHeader*>(area.data())),
+      area_(device, area.data() + kLogRecordAreaOffset, header.capacity,
+            checksum_seed(header.log_id)),
+      log_id_(header.log_id),
+      checkpoint_reserve_(std::min(
+          kMaxCheckpointReserve, header.capacity / 8 / kLogRecordAlignment * kLogRecordAlignment)),
+      epoch_(header.epoch),
+      generation_(header.generation),
+      start_(header.start_lsn),
+      end_(header.start_lsn),
+      persisted_(header.start_lsn),
+      checkpoint_(header.checkpoint_lsn) {}
+
+std::unique_ptr<LogManager> LogManager::create(NvmDevice& device, std::span<std::byte> area) {
+  // 1. A fresh id, so that no record of a log formatted here before passes a checksum.
+  const std::uint64_t capacity = record_capacity(device, area);
+  const auto* old = reinterpret_cast<const LogHeader*>(area.data());
+  std::uint64_t log_id = random_log_id();
+  while ((old[0].valid() && old[0].log_id == log_id) || (old[1].valid() && old[1].log_id == log_id))
+    log_id = random_log_id();
+
+  // 2. Both header copies at once: the old ones must not outlive the new one.
+  LogHeader header{};
+  header.magic = kLogMagic;
+  header.version = kLogFormatVersion;
+  header.generation = 1;
+  header.log_id = log_id;
+  header.capacity = capacity;
+  header.start_lsn = kFirstLsn;
+  header.checkpoint_lsn = kNoLsn;
+  header.epoch = 1;
+  header.checksum = header.compute_checksum();
+  const LogHeader empty{};
+  device.write(area.data(), &empty, sizeof(empty));
+  device.write(area.data() + sizeof(LogHeader), &empty, sizeof(empty));
+  device.write(area.data() + header.generation % kLogHeaderCopies * sizeof(LogHeader), &header,
+               sizeof(header));
+  device.persist(area.data(), kLogHeaderCopies * sizeof(LogHeader));
+  return std::unique_ptr<LogManager>(new LogManager(device, area, header));
+}
+
+std::unique_ptr<LogManager> LogManager::open(NvmDevice& device, std::span<std::byte> area) {
+  // 1. The valid header copy with the higher generation.
+  const std::uint64_t capacity = record_capacity(device, area);
+  LogHeader copies[kLogHeaderCopies];
+  device.read(copies, area.data(), sizeof(copies));
+  const LogHeader* header = nullptr;
+  for (const LogHeader& copy : copies)
+    if (copy.valid() && (header == nullptr || copy.generation > header->generation)) header = &copy;
+  if (header == nullptr) {
+    if (copies[0].magic != kLogMagic && copies[1].magic != kLogMagic)
+      fail("no tristore log in {} (bad magic)", device.path());
+    fail("log header corrupt in {}: no copy passes its checksum", device.path());
+  }
+
+  // 2. Fields that must agree with the area and with each other.
+  if (header->capacity != capacity)
+    fail("log header says {} bytes of records, but the log area holds {}", header->capacity,
+         capacity);
+  if (header->start_lsn < kFirstLsn || header->start_lsn % kLogRecordAlignment != 0)
+    fail("log header corrupt: start LSN {}", header->start_lsn);
+  if (header->checkpoint_lsn != kNoLsn && (header->checkpoint_lsn < header->start_lsn ||
+                                           header->checkpoint_lsn % kLogRecordAlignment != 0))
+    fail("log header corrupt: checkpoint LSN {} (start {})", header->checkpoint_lsn,
+         header->start_lsn);
+  if (header->epoch == std::numeric_limits<std::uint32_t>::max())
+    fail("log header corrupt: epoch {}", header->epoch);
+
+  // 3. Find the end: the first torn record (corruption before it throws).
+  auto log = std::unique_ptr<LogManager>(new LogManager(device, area, *header));
+  LogCursor cursor(log->area_, log->start_, log->start_, std::nullopt, log->epoch_);
+  while (cursor.next()) {
+  }
+  const Lsn end = cursor.position();
+  if (log->checkpoint_ != kNoLsn && log->checkpoint_ >= end)
+    fail("log corrupt: checkpoint LSN {} lies beyond the end of the log at LSN {}",
+         log->checkpoint_, end);
+
+  // 4. Records that survived may still sit in CPU caches after a process crash: flush them
+  //    before appending after them; the header write's fence covers them. A new epoch keeps
+  //    stale records beyond the end from ever joining the log.
+  std::lock_guard lock(log->mutex_);
+  log->end_ = log->persisted_ = end;
+  log->area_.flush(log->start_, end - log->start_);
+  log->epoch_ = header->epoch + 1;
+  log->write_header_locked(log->start_, log->checkpoint_);
+  return log;
+}
+
+Lsn LogManager::append(LogRecordType type, TxnId txn, Lsn prev_lsn,
+                       std::initializer_list<std::span<const std::byte>> parts) {
+  std::uint64_t payload_size = 0;
+  for (const auto part : parts) payload_size += part.size();
+  if (payload_size > std::numeric_limits<std::uint32_t>::max()) [[unlikely]]
+    fail("log record payload of {} bytes is too large", payload_size);
+  const std::uint64_t size = log_record_size(payload_size);
+
+  std::unique_lock lock(mutex_);
+  if (!fits(size, type)) [[unlikely]]
+    make_room(lock, size, type);
+  const Lsn lsn = end_;
+  LogRecordHeader header{};
+  header.payload_size = static_cast<std::uint32_t>(payload_size);
+  header.lsn = lsn;
+  header.persisted_lsn = persisted_;
+  header.txn = txn;
+  header.prev_lsn = prev_lsn;
+  header.type = type;
+  header.epoch = epoch_;
+  header.checksum = area_.checksum(header, std::span(parts.begin(), parts.size()));
+
+  area_.write(lsn, &header, sizeof(header));
+  Lsn position = lsn + sizeof(header);
+  for (const auto part : parts) {
+    area_.write(position, part.data(), part.size());
+    position += part.size();
+  }
+  area_.flush(lsn, sizeof(header) + payload_size);
+  end_ = lsn + size;
+  ++stats_.records;
+  stats_.bytes += size;
+  device_.counters().log_bytes_written += size;
+  return lsn;
+}
+
+Lsn LogManager::commit(TxnId txn, Lsn prev_lsn) {
+  const Lsn lsn = append(LogRecordType::kCommit, txn, prev_lsn);
+  persist_up_to(lsn);
+  return lsn;
+}
+
+void LogManager::persist_up_to(Lsn lsn) {
+  std::lock_guard lock(mutex_);
+  if (lsn < persisted_ || persisted_ == end_) return;
+  persist_all_locked();
+}
+
+void LogManager::persist_all_locked() {
+  device_.fence();
+  persisted_ = end_;
+  ++stats_.fences;
+}
+
+void LogManager::make_room(std::unique_lock<std::mutex>& lock, std::uint64_t size,
+                           LogRecordType type) {
+  // 1. A record too large for an empty log is the caller's error, not a full log.
+  if (size + reserve_for(type) > area_.capacity())
+    fail("log record of {} bytes does not fit a log of {} bytes", size, area_.capacity());
+  // 2. Without a callback, or from inside it, nothing can free space.
+  if (!on_full_ || on_full_thread_ == std::this_thread::get_id())
+    fail("log full: {} of {} bytes in use, a record of {} bytes does not fit", end_ - start_,
+         area_.capacity(), size);
+  // 3. Another thread may be checkpointing already.
+  if (on_full_running_) {
+    on_full_done_.wait(lock, [this] { return !on_full_running_; });
+    if (fits(size, type)) return;
+  }
+  // 4. Checkpoint without the lock (it appends and truncates), then check once more.
+  on_full_running_ = true;
+  on_full_thread_ = std::this_thread::get_id();
+  const auto finish = [this] {
+    on_full_running_ = false;
+    on_full_thread_ = {};
+    on_full_done_.notify_all();
+  };
+  const std::function<void()> on_full = on_full_;
+  lock.unlock();
+  try {
+    on_full();
+  } catch (...) {
+    lock.lock();
+    finish();
+    throw;
+  }
+  lock.lock();
+  finish();
+  if (!fits(size, type))
+    fail("log full: {} of {} bytes still in use after the on_full callback", end_ - start_,
+         area_.capacity());
+}
+
+void LogManager::set_on_full(std::function<void()> on_full) {
+  std::lock_guard lock(mutex_);
+  on_full_ = std::move(on_full);
+}
+
+std::uint64_t LogManager::free_bytes() const {
+  std::lock_guard lock(mutex_);
+  const std::uint64_t used = end_ - start_ + checkpoint_reserve_;
+  return used >= area_.capacity() ? 0 : area_.capacity() - used;
+}
+
+void LogManager::truncate_before(Lsn lsn) {
+  std::lock_guard lock(mutex_);
+  if (lsn < start_ || lsn > end_)
+    fail("log: cannot truncate before LSN {}, outside the log [{}, {}]", lsn, start_, end_);
+  if (lsn == start_) return;
+  if (lsn != end_ && !is_record_start_locked(lsn))
+    fail("log: cannot truncate before LSN {}, not the start of a record", lsn);
+  if (persisted_ != end_) persist_all_locked();
+  write_header_locked(lsn, checkpoint_ >= lsn ? checkpoint_ : kNoLsn);
+}
+
+void LogManager::set_checkpoint(Lsn checkpoint_begin_lsn) {
+  std::lock_guard lock(mutex_);
+  if (checkpoint_begin_lsn < start_ || checkpoint_begin_lsn >= end_ ||
+      !is_record_start_locked(checkpoint_begin_lsn))
+    fail("log: checkpoint LSN {} is not a record of the log [{}, {})", checkpoint_begin_lsn, start_,
+         end_);
+  if (persisted_ != end_) persist_all_locked();
+  write_header_locked(start_, checkpoint_begin_lsn);
+}
+
+void LogManager::write_header_locked(Lsn start, Lsn checkpoint) {
+  LogHeader header{};
+  header.magic = kLogMagic;
+  header.version = kLogFormatVersion;
+  header.generation = generation_ + 1;
+  header.log_id = log_id_;
+  header.capacity = area_.capacity();
+  header.start_lsn = start;
+  header.checkpoint_lsn = checkpoint;
+  header.epoch = epoch_;
+  header.checksum = header.compute_checksum();
+  LogHeader* copy = &headers_[header.generation % kLogHeaderCopies];
+  device_.write(reinterpret_cast<std::byte*>(copy), &header, sizeof(header));
+  device_.persist(copy, sizeof(header));
+  generation_ = header.generation;
+  start_ = start;
+  checkpoint_ = checkpoint;
+}
+
+bool LogManager::is_record_start_locked(Lsn lsn) const {
+  LogRecordHeader header;
+  std::span<const std::byte> payload;
+  std::vector<std::byte> buffer;
+  return area_.check(lsn, {end_, 0, epoch_}, header, payload, buffer);
+}
+
+LogCursor LogManager::read_from(Lsn lsn) const {
+  std::lock_guard lock(mutex_);
+  if (lsn < start_ || lsn > end_)
+    fail("log: cannot read from LSN {}, outside the log [{}, {}]", lsn, start_, end_);
+  return LogCursor(area_, lsn, start_, end_, epoch_);
+}
+
+LogCursor LogManager::read_from_start() const { return read_from(start_lsn()); }
+
+LogCursor LogManager::read_from_checkpoint() const {
+  const Lsn checkpoint = checkpoint_lsn();
+  return read_from(checkpoint != kNoLsn ? checkpoint : start_lsn());
+}
+
+Lsn LogManager::start_lsn() const {
+  std::lock_guard lock(mutex_);
+  return start_;
+}
+Lsn LogManager::end_lsn() const {
+  std::lock_guard lock(mutex_);
+  return end_;
+}
+Lsn LogManager::persisted_lsn() const {
+  std::lock_guard lock(mutex_);
+  return persisted_;
+}
+Lsn LogManager::checkpoint_lsn() const {
+  std::lock_guard lock(mutex_);
+  return checkpoint_;
+}
+LogStats LogManager::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+}  // namespace tristore

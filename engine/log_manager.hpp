@@ -1,0 +1,118 @@
+#pragma once
+// The write-ahead log in the NVM log area (docs/durability.md). Appends copy a record into
+// the circular area and flush its lines; a fence makes everything appended so far durable, so
+// commit() = commit record + one fence, and persist_up_to() lets many commits share one fence
+// (group commit). Thread-safe: one mutex orders appends.
+//
+//   auto log = LogManager::create(tier.device(), tier.log_area());
+//   log->set_on_full([&] { engine.checkpoint(); });  // checkpoint, then truncate_before()
+//   Lsn undo = log->append(LogRecordType::kUndoLogical, txn, kNoLsn, {bytes_of(undo), key,
+//   before}); log->commit(txn, undo);                           // returns once the commit is
+//   durable
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <thread>
+
+#include "emulation/nvm_device.hpp"
+#include "engine/log_area.hpp"
+#include "engine/log_cursor.hpp"
+#include "engine/log_header.hpp"
+#include "engine/log_record.hpp"
+
+namespace tristore {
+
+template <typename T>
+std::span<const std::byte> bytes_of(const T& value) {
+  return std::as_bytes(std::span(&value, 1));
+}
+
+struct LogStats {
+  std::uint64_t records = 0;
+  std::uint64_t bytes = 0;   // padded record bytes appended
+  std::uint64_t fences = 0;  // fences issued by commit / persist_up_to
+};
+
+class LogManager {
+ public:
+  // Formats area (a span of device's mapping) as an empty log. Too small -> Error.
+  static std::unique_ptr<LogManager> create(NvmDevice& device, std::span<std::byte> area);
+  // Validates the header (magic, version, checksum, capacity) and finds the end of the log
+  // after a crash: the first torn record. Corrupt header or records -> Error.
+  static std::unique_ptr<LogManager> open(NvmDevice& device, std::span<std::byte> area);
+
+  LogManager(const LogManager&) = delete;
+  LogManager& operator=(const LogManager&) = delete;
+
+  // Appends one record whose payload is the concatenation of parts; returns its LSN. Not yet
+  // durable. A full log calls on_full once and retries; still full -> Error.
+  Lsn append(LogRecordType type, TxnId txn, Lsn prev_lsn,
+             std::initializer_list<std::span<const std::byte>> parts = {});
+  // Appends the commit record and returns once it is durable.
+  Lsn commit(TxnId txn, Lsn prev_lsn);
+  // Makes every record with LSN <= lsn durable; one fence covers all records appended so far,
+  // none when they are already durable.
+  void persist_up_to(Lsn lsn);
+
+  // Called, without locks held, when an append does not fit: checkpoint and truncate_before().
+  void set_on_full(std::function<void()> on_full);
+  // Bytes an ordinary record may still use (a reserve is kept for checkpoint records).
+  std::uint64_t free_bytes() const;
+  // Drops the records before lsn (a record start or the end) and persists the new start.
+  void truncate_before(Lsn lsn);
+  // Remembers, persisted in the header, where restart's analysis starts.
+  void set_checkpoint(Lsn checkpoint_begin_lsn);
+
+  LogCursor read_from(Lsn lsn) const;
+  LogCursor read_from_start() const;
+  LogCursor read_from_checkpoint() const;  // from the start if there is no checkpoint
+
+  Lsn start_lsn() const;
+  Lsn end_lsn() const;        // where the next record goes
+  Lsn persisted_lsn() const;  // every record before it is durable
+  Lsn checkpoint_lsn() const;
+  std::uint64_t capacity() const { return area_.capacity(); }
+  std::uint32_t epoch() const { return epoch_; }
+  LogStats stats() const;
+
+ private:
+  LogManager(NvmDevice& device, std::span<std::byte> area, const LogHeader& header);
+
+  std::uint64_t reserve_for(LogRecordType type) const {
+    const bool checkpoint =
+        type == LogRecordType::kCheckpointBegin || type == LogRecordType::kCheckpointEnd;
+    return checkpoint ? 0 : checkpoint_reserve_;
+  }
+  bool fits(std::uint64_t size, LogRecordType type) const {
+    return end_ - start_ + size + reserve_for(type) <= area_.capacity();
+  }
+  void make_room(std::unique_lock<std::mutex>& lock, std::uint64_t size, LogRecordType type);
+  void persist_all_locked();
+  void write_header_locked(Lsn start, Lsn checkpoint);
+  bool is_record_start_locked(Lsn lsn) const;
+
+  NvmDevice& device_;
+  LogHeader* headers_;  // the two copies, in NVM
+  LogArea area_;
+  std::uint64_t log_id_;
+  std::uint64_t checkpoint_reserve_;
+  std::uint32_t epoch_;
+
+  mutable std::mutex mutex_;
+  std::uint64_t generation_;
+  Lsn start_;
+  Lsn end_;
+  Lsn persisted_;
+  Lsn checkpoint_ = kNoLsn;
+  LogStats stats_;
+  std::function<void()> on_full_;
+  bool on_full_running_ = false;
+  std::thread::id on_full_thread_;
+  std::condition_variable on_full_done_;
+};
+
+}  // namespace tristore

@@ -1,0 +1,94 @@
+#pragma once
+// The write-ahead log's record format (docs/durability.md). A record is a 48-byte header and a
+// payload, padded to 8 bytes, at LSN = its byte position in the log. The checksum covers
+// header and payload, so a torn record at the tail fails it; the LSN field tells a record of
+// this lap of the circular area from a stale one of an earlier lap.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "common/types.hpp"
+
+namespace tristore {
+
+using TxnId = std::uint64_t;
+
+inline constexpr Lsn kNoLsn = 0;  // "none": page never logged, first record of a transaction
+inline constexpr std::uint64_t kLogRecordAlignment = 8;  // NVM stores are atomic at 8 bytes
+
+enum class LogRecordType : std::uint8_t {
+  kRedoPageBytes = 1,  // physical redo: RedoPageBytes + the after-image bytes
+  kFullPageImage,      // first change of a page after a checkpoint: FullPageImage + kPageSize bytes
+  kUndoLogical,        // UndoLogical + key + before-image, logged before the table changes
+  kCommit,             // no payload; durable commit record = committed transaction
+  kAbort,              // no payload; the transaction's undo is complete
+  kCompensation,       // Compensation: one undo record has been applied
+  kCheckpointBegin,    // no payload
+  kCheckpointEnd,      // CheckpointEnd + ActiveTransaction[active_count]
+};
+inline constexpr std::uint8_t kLastLogRecordType =
+    static_cast<std::uint8_t>(LogRecordType::kCheckpointEnd);
+
+// As stored in NVM, at an 8-byte aligned LSN.
+struct LogRecordHeader {
+  std::uint32_t checksum;      // crc32c, seeded by the log's id, of the bytes after it + payload
+  std::uint32_t payload_size;  // bytes, without padding
+  Lsn lsn;                     // this record's position: a stale record of an earlier lap differs
+  Lsn persisted_lsn;           // the log's persisted end when appended (torn tail vs corruption)
+  TxnId txn;
+  Lsn prev_lsn;  // the transaction's previous record (ARIES undo chain) or kNoLsn
+  LogRecordType type;
+  std::uint8_t reserved[3];
+  std::uint32_t epoch;  // opens of the log so far; never decreases along the log
+};
+static_assert(sizeof(LogRecordHeader) == 48);
+static_assert(sizeof(LogRecordHeader) % kLogRecordAlignment == 0);
+
+inline constexpr std::uint64_t log_record_size(std::uint64_t payload_size) {
+  return (sizeof(LogRecordHeader) + payload_size + kLogRecordAlignment - 1) / kLogRecordAlignment *
+         kLogRecordAlignment;
+}
+
+// A record as the reader yields it. payload stays valid until the reader moves on.
+struct LogRecord {
+  Lsn lsn;
+  Lsn next_lsn;  // lsn + padded size: where the next record starts
+  TxnId txn;
+  Lsn prev_lsn;
+  LogRecordType type;
+  std::span<const std::byte> payload;
+};
+
+// Payload layouts. Fixed-size parts first, variable bytes after them.
+struct RedoPageBytes {
+  PageId page_id;
+  std::uint32_t offset;  // within the page
+  std::uint32_t length;  // after-image bytes that follow
+};
+struct FullPageImage {
+  PageId page_id;  // kPageSize bytes follow
+};
+enum class UndoOperation : std::uint8_t { kInsert = 1, kUpdate, kRemove };
+struct UndoLogical {
+  std::uint32_t table_id;
+  UndoOperation operation;  // what was done; undo inverts it
+  std::uint8_t reserved;
+  std::uint16_t key_size;     // key bytes follow, then before_size bytes of before-image
+  std::uint32_t before_size;  // 0 for an insert
+  std::uint32_t reserved2;
+};
+struct Compensation {
+  Lsn undo_next_lsn;  // the next record of this transaction still to undo (ARIES CLR)
+};
+struct CheckpointEnd {
+  Lsn begin_lsn;
+  std::uint64_t active_count;  // ActiveTransaction entries that follow
+};
+struct ActiveTransaction {
+  TxnId txn;
+  Lsn first_lsn;  // the log must be kept from here on while the transaction is active
+  Lsn last_lsn;   // where its undo starts
+};
+static_assert(sizeof(RedoPageBytes) == 16 && sizeof(UndoLogical) == 16);
+
+}  // namespace tristore

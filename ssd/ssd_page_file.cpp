@@ -225,7 +225,8 @@ std::unique_ptr<SsdPageFile> SsdPageFile::open(const SsdOptions& options) {
     state->persisted_superblock = candidate;
     return std::unique_ptr<SsdPageFile>(new SsdPageFile(std::move(state)));
   }
-  fail("SSD file {} is corrupt: its allocation bitmap fails its checksum", options.path);
+  fail("SSD file {} is corrupt: no allocation bitmap copy passes its checksum and bounds check",
+       options.path);
 }
 
 std::unique_ptr<SsdPageFile> SsdPageFile::create_or_open(const SsdOptions& options) {

@@ -1,0 +1,622 @@
+#include "tiers/buffer_manager.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "common/error.hpp"
+#include "common/page_format.hpp"
+#include "tiers/poison.hpp"
+
+namespace tristore {
+namespace {
+
+BufferManagerOptions normalised(BufferManagerOptions options) {
+  if (options.nvm == nullptr && options.ssd == nullptr)
+    fail("buffer manager needs an NVM tier, an SSD page file, or both");
+  if (options.nvm == nullptr || options.ssd == nullptr) {
+    // basic-nvm and ssd-bm are page-grained with a page table only (DESIGN.md section 5).
+    options.cache_line_grained = false;
+    options.mini_pages = false;
+    options.swizzling = false;
+  }
+  if (!options.cache_line_grained) options.mini_pages = false;
+  return options;
+}
+
+std::size_t admission_capacity(const BufferManagerOptions& options) {
+  if (options.nvm == nullptr || options.ssd == nullptr) return 0;
+  return options.admission_set_size != 0 ? options.admission_set_size : options.nvm->slot_count();
+}
+
+Lsn page_lsn(const std::byte* page) {
+  Lsn lsn;
+  std::memcpy(&lsn, page + offsetof(PageHeader, lsn), sizeof(lsn));
+  return lsn;
+}
+
+}  // namespace
+
+BufferManager::BufferManager(const BufferManagerOptions& options)
+    : options_(normalised(options)),
+      nvm_(options_.nvm),
+      ssd_(options_.ssd),
+      nvm_device_(nvm_ != nullptr ? &nvm_->device() : nullptr),
+      cache_line_grained_(options_.cache_line_grained),
+      mini_pages_(options_.mini_pages),
+      swizzling_(options_.swizzling),
+      pool_(options_.dram_bytes),
+      page_table_(nvm_ != nullptr ? nvm_->slots_in_use() : 0),
+      admission_set_(admission_capacity(options_)) {
+  if (nvm_ == nullptr) return;
+  // Restart: every valid, occupied slot header names a page that lives in NVM.
+  nvm_referenced_.assign(nvm_->slot_count(), 0);
+  for (SlotId slot = 0; slot < nvm_->slot_count(); ++slot) {
+    if (!nvm_->header_valid(slot) || nvm_->header(slot).is_free()) continue;
+    const PageId page_id = nvm_->header(slot).page_id;
+    if (ssd_ == nullptr && page_id != slot)
+      fail("NVM slot {} holds page {}: a basic-nvm page must live in the slot of its id", slot,
+           page_id);
+    page_table_.insert_or_assign(page_id, nvm_->slot(slot));
+  }
+}
+
+BufferManager::Guard BufferManager::allocate_page() {
+  // 1. A frame first, so that a failing allocation of a page id leaks nothing.
+  FullFrame* frame = allocate_full();
+  PageId page_id;
+  try {
+    if (ssd_ != nullptr) {
+      page_id = ssd_->allocate();
+    } else {
+      const std::optional<SlotId> slot = nvm_->allocate_slot();
+      if (!slot)
+        fail("NVM full: all {} slots hold pages (basic-nvm keeps every page in NVM)",
+             nvm_->slot_count());
+      page_id = *slot;
+      nvm_->write_header(*slot, page_id, 0, false);
+      frame->header.nvm = nvm_->slot(*slot);
+    }
+  } catch (...) {
+    pool_.release(&frame->header);
+    throw;
+  }
+  // 2. A zeroed page carrying its id, fully resident and dirty: it exists nowhere else yet.
+  unpoison_bytes(frame->data, kPageSize);
+  std::memset(frame->data, 0, kPageSize);
+  PageHeader header{};
+  header.page_id = page_id;
+  std::memcpy(frame->data, &header, sizeof(header));
+  frame->header.page_id = page_id;
+  frame->resident_all = true;
+  frame->dirty_all = true;
+  page_table_.insert_or_assign(page_id, &frame->header);
+  return pin(&frame->header);
+}
+
+BufferManager::Guard BufferManager::fix_through_table(Swip& swip, Guard* parent) {
+  // 1. Find the page: a DRAM frame, an NVM slot (transition 2) or only on SSD (transition 1).
+  const PageId page_id = swip.page_id();
+  ++counters_.page_table_lookups;
+  FrameHeader* frame;
+  void** entry = page_table_.find(page_id);
+  if (entry != nullptr && (nvm_ == nullptr || !nvm_->in_slot_area(*entry))) {
+    frame = static_cast<FrameHeader*>(*entry);
+  } else if (entry != nullptr) {
+    frame = load_from_nvm(page_id, static_cast<std::byte*>(*entry));
+  } else {
+    if (ssd_ == nullptr) fail("page {} does not exist (not in any NVM slot)", page_id);
+    frame = load_from_ssd(page_id);
+  }
+  // 2. Fix it, then swizzle the swip so the next fix skips the table.
+  Guard guard = pin(frame);
+  if (swizzling_) swizzle(swip, frame, parent);
+  return guard;
+}
+
+FrameHeader* BufferManager::load_from_nvm(PageId page_id, std::byte* slot) {
+  // 1. A frame; the slot must not be chosen as an NVM victim while DRAM makes room.
+  const SlotId slot_id = nvm_->slot_of(slot);
+  loading_slot_ = slot_id;
+  FrameHeader* frame;
+  try {
+    frame = mini_pages_ ? &allocate_mini()->header : &allocate_full()->header;
+  } catch (...) {
+    loading_slot_ = ~SlotId{0};
+    throw;
+  }
+  loading_slot_ = ~SlotId{0};
+  nvm_referenced_[slot_id] = 1;
+  frame->page_id = page_id;
+  frame->nvm = slot;
+  // 2. Cache-line-grained: nothing loaded yet. Page-grained: the whole page now.
+  if (mini_pages_) {
+    ++counters_.mini_pages_created;
+  } else if (!cache_line_grained_) {
+    FullFrame* full = as_full(frame);
+    unpoison_bytes(full->data, kPageSize);
+    nvm_device_->read(full->data, slot, kPageSize);
+    full->resident_all = true;
+  }
+  page_table_.insert_or_assign(page_id, frame);
+  return frame;
+}
+
+FrameHeader* BufferManager::load_from_ssd(PageId page_id) {
+  FullFrame* frame = allocate_full();
+  unpoison_bytes(frame->data, kPageSize);
+  try {
+    ssd_->read(page_id, frame->data);
+  } catch (...) {
+    pool_.release(&frame->header);
+    throw;
+  }
+  frame->header.page_id = page_id;
+  frame->resident_all = true;
+  page_table_.insert_or_assign(page_id, &frame->header);
+  return &frame->header;
+}
+
+std::byte* BufferManager::load_full_lines(FullFrame* frame, std::size_t first, std::size_t last) {
+  assert(frame->header.nvm != nullptr && "a page that is not NVM-backed is always resident");
+  // Missing runs in [first, last], each read from NVM in one call (counted and charged there).
+  std::size_t line = frame->resident.next_clear(first);
+  while (line <= last) {
+    const std::size_t end = std::min(frame->resident.next_set(line), last + 1);
+    std::byte* target = frame->data + line * kCacheLineSize;
+    const std::size_t bytes = (end - line) * kCacheLineSize;
+    unpoison_bytes(target, bytes);
+    nvm_device_->read(target, frame->header.nvm + line * kCacheLineSize, bytes);
+    frame->resident.set(line, end - 1);
+    line = end < kLinesPerPage ? frame->resident.next_clear(end) : kLinesPerPage;
+  }
+  if (frame->resident.full()) frame->resident_all = true;
+  return frame->data;
+}
+
+std::byte* BufferManager::make_resident_mini(MiniPage* mini, std::uint32_t offset,
+                                             std::uint32_t length) {
+  if (mini->full != nullptr) return make_resident(&mini->full->header, offset, length);
+  const std::size_t first = offset / kCacheLineSize;
+  const std::size_t last = (offset + length - 1) / kCacheLineSize;
+  // 1. Too many lines for the 16 slots: promote, then serve from the full frame.
+  const std::size_t count = mini->header.mini_count;
+  std::array<std::uint8_t, MiniPage::kSlots + 1> missing;
+  std::size_t missing_count = 0;
+  for (std::size_t line = first; line <= last && count + missing_count <= MiniPage::kSlots; ++line)
+    if (mini->find(line) == MiniPage::kSlots)
+      missing[missing_count++] = static_cast<std::uint8_t>(line);
+  if (count + missing_count > MiniPage::kSlots)
+    return make_resident(&promote(mini)->header, offset, length);
+  // 2. Merge the missing lines into the sorted slots from the back, so that every resident
+  //    line moves up before its place is overwritten; then load the new lines.
+  const std::size_t new_count = count + missing_count;
+  unpoison_bytes(mini->data + count * kCacheLineSize, missing_count * kCacheLineSize);
+  std::uint16_t dirty = 0;
+  std::ptrdiff_t old_slot = static_cast<std::ptrdiff_t>(count) - 1;
+  std::ptrdiff_t next_missing = static_cast<std::ptrdiff_t>(missing_count) - 1;
+  for (std::size_t slot = new_count; slot-- > 0;) {
+    const bool take_old =
+        next_missing < 0 || (old_slot >= 0 && mini->slots[old_slot] > missing[next_missing]);
+    if (take_old) {
+      if (static_cast<std::size_t>(old_slot) != slot) {
+        std::memcpy(mini->data + slot * kCacheLineSize, mini->data + old_slot * kCacheLineSize,
+                    kCacheLineSize);
+        mini->slots[slot] = mini->slots[old_slot];
+      }
+      if (mini->header.mini_dirty & (1u << old_slot))
+        dirty = static_cast<std::uint16_t>(dirty | (1u << slot));
+      --old_slot;
+    } else {
+      mini->slots[slot] = missing[next_missing--];
+      nvm_device_->read(mini->data + slot * kCacheLineSize,
+                        mini->header.nvm + std::size_t{mini->slots[slot]} * kCacheLineSize,
+                        kCacheLineSize);
+    }
+  }
+  mini->header.mini_count = static_cast<std::uint8_t>(new_count);
+  mini->header.mini_dirty = dirty;
+  const std::size_t slot = mini->find(first);
+  return mini->data + slot * kCacheLineSize + offset % kCacheLineSize;
+}
+
+FullFrame* BufferManager::promote(MiniPage* mini) {
+  assert(mini->full == nullptr && mini->header.fix_count > 0);
+  // 1. An empty full frame (eviction cannot pick the mini page: it is fixed).
+  FullFrame* full = allocate_full();
+  FrameHeader& from = mini->header;
+  full->header.page_id = from.page_id;
+  full->header.nvm = from.nvm;
+  // 2. Copy the resident lines with their dirty bits.
+  for (std::size_t slot = 0; slot < from.mini_count; ++slot) {
+    const std::size_t line = mini->slots[slot];
+    unpoison_bytes(full->data + line * kCacheLineSize, kCacheLineSize);
+    std::memcpy(full->data + line * kCacheLineSize, mini->data + slot * kCacheLineSize,
+                kCacheLineSize);
+    full->resident.set(line);
+    if (from.mini_dirty & (1u << slot)) full->dirty.set(line);
+  }
+  // 3. The page table and the owning swip now lead to the full frame.
+  page_table_.insert_or_assign(from.page_id, &full->header);
+  if (from.has(frame_flag::kSwizzled)) {
+    full->header.owner = from.owner;
+    full->header.swip_offset = from.swip_offset;
+    full->header.flags = static_cast<std::uint8_t>(
+        full->header.flags | (from.flags & (frame_flag::kSwizzled | frame_flag::kOwnerIsRoot)));
+    *owning_swip(&full->header) = Swip::from_frame(&full->header);
+    from.clear(frame_flag::kSwizzled | frame_flag::kOwnerIsRoot);
+  }
+  // 4. The mini page forwards until its last guard leaves; its fixes pin the full frame.
+  full->header.fix_count = from.fix_count;
+  full->header.set(frame_flag::kReferenced);
+  mini->full = full;
+  from.set(frame_flag::kPromoted);
+  from.bump_version();
+  ++counters_.mini_page_promotions;
+  return full;
+}
+
+void BufferManager::release_promoted(MiniPage* mini) {
+  --mini->full->header.fix_count;
+  if (mini->header.fix_count == 0) pool_.release(&mini->header);
+}
+
+Swip* BufferManager::owning_swip(FrameHeader* frame) const {
+  assert(frame->has(frame_flag::kSwizzled));
+  if (frame->has(frame_flag::kOwnerIsRoot)) return frame->owner.root_swip;
+  return reinterpret_cast<Swip*>(frame->owner.parent->data + frame->swip_offset);
+}
+
+void BufferManager::swizzle(Swip& swip, FrameHeader* child, Guard* parent) {
+  // Only one swip owns a page, and only a full frame (whose bytes never move) may hold a
+  // swizzled swip: a mini page's children stay unswizzled until it is promoted.
+  if (child->has(frame_flag::kSwizzled)) return;
+  auto* address = reinterpret_cast<std::byte*>(&swip);
+  if (parent == nullptr) {
+    child->owner.root_swip = &swip;
+    child->set(frame_flag::kOwnerIsRoot);
+  } else {
+    FrameHeader* parent_frame = parent->frame_;
+    if (parent_frame->is_mini()) return;
+    FullFrame* full = as_full(parent_frame);
+    if (address < full->data || address + sizeof(Swip) > full->data + kPageSize) return;
+    child->owner.parent = full;
+    child->swip_offset = static_cast<std::uint16_t>(address - full->data);
+    ++full->swizzled_children;
+  }
+  child->set(frame_flag::kSwizzled);
+  swip = Swip::from_frame(child);
+}
+
+void BufferManager::unswizzle(FrameHeader* frame) {
+  Swip* swip = owning_swip(frame);
+  assert(swip->is_swizzled() && swip->frame<FrameHeader>() == frame);
+  *swip = Swip::from_page_id(frame->page_id);  // restores the bytes the page had: not dirty
+  if (!frame->has(frame_flag::kOwnerIsRoot)) --frame->owner.parent->swizzled_children;
+  frame->owner.parent = nullptr;
+  frame->clear(frame_flag::kSwizzled | frame_flag::kOwnerIsRoot);
+}
+
+void BufferManager::move_swips(Guard& destination, std::uint32_t offset, Guard* source_parent,
+                               Swip* swips, std::uint32_t count) {
+  (void)source_parent;  // the children's headers know their owners
+  if (count == 0) return;
+  // 1. Swips live only on full frames, whose bytes never move: promote a mini destination.
+  //    This may evict; evictions unswizzle through the (stable) source locations first.
+  FrameHeader* frame = destination.frame_;
+  if (frame->is_mini())
+    frame =
+        &(as_mini(frame)->full != nullptr ? as_mini(frame)->full : promote(as_mini(frame)))->header;
+  FullFrame* target = as_full(frame);
+  const std::uint32_t bytes = count * static_cast<std::uint32_t>(sizeof(Swip));
+  std::byte* out = make_resident(frame, offset, bytes);
+  mark_dirty(frame, offset, bytes);
+  // 2. Copy out (the ranges may overlap), retarget swizzled children, copy in.
+  std::array<Swip, kPageSize / sizeof(Swip)> moved;
+  std::memcpy(moved.data(), swips, bytes);
+  for (std::uint32_t i = 0; i < count; ++i) {
+    if (!moved[i].is_swizzled()) continue;
+    FrameHeader* child = moved[i].frame<FrameHeader>();
+    if (!child->has(frame_flag::kOwnerIsRoot)) --child->owner.parent->swizzled_children;
+    child->owner.parent = target;
+    child->swip_offset = static_cast<std::uint16_t>(offset + i * sizeof(Swip));
+    child->clear(frame_flag::kOwnerIsRoot);
+    ++target->swizzled_children;
+  }
+  std::memcpy(out, moved.data(), bytes);
+  // 3. Vacated source swips must not keep a pointer that could leave DRAM: restore page ids.
+  for (std::uint32_t i = 0; i < count; ++i) {
+    auto* source = reinterpret_cast<std::byte*>(swips + i);
+    if (!moved[i].is_swizzled() || (source >= out && source < out + bytes)) continue;
+    const Swip page_id = Swip::from_page_id(moved[i].frame<FrameHeader>()->page_id);
+    std::memcpy(source, &page_id, sizeof(page_id));
+  }
+}
+
+Swip BufferManager::swip_of(const Guard& guard) const {
+  return Swip::from_page_id(guard.page_id());
+}
+
+void BufferManager::free_page(Guard&& guard) {
+  // 1. Resolve a promoted mini page to its full frame; this guard must be the only fix.
+  FrameHeader* frame = guard.frame_;
+  if (frame->is_mini() && as_mini(frame)->full != nullptr) {
+    FullFrame* full = as_mini(frame)->full;
+    guard.release();
+    ++full->header.fix_count;
+    frame = &full->header;
+  } else {
+    guard.frame_ = nullptr;
+  }
+  if (frame->fix_count != 1)
+    fail("free_page: page {} is still fixed by another guard", frame->page_id);
+  if (!frame->is_mini() && as_full(frame)->swizzled_children != 0)
+    fail("free_page: page {} still has swizzled children", frame->page_id);
+  // 2. Detach from the owning swip (the caller removes or overwrites it).
+  if (frame->has(frame_flag::kSwizzled)) {
+    Swip* swip = owning_swip(frame);
+    if (*swip == Swip::from_frame(frame)) *swip = Swip::from_page_id(frame->page_id);
+    if (!frame->has(frame_flag::kOwnerIsRoot)) --frame->owner.parent->swizzled_children;
+    frame->clear(frame_flag::kSwizzled | frame_flag::kOwnerIsRoot);
+  }
+  // 3. Give back the page's homes and its frame.
+  const PageId page_id = frame->page_id;
+  if (frame->nvm != nullptr) nvm_->free_slot(nvm_->slot_of(frame->nvm));
+  if (ssd_ != nullptr) ssd_->free(page_id);
+  page_table_.erase(page_id);
+  admission_set_.take(page_id);
+  frame->fix_count = 0;
+  frame->bump_version();
+  pool_.release(frame);
+}
+
+FullFrame* BufferManager::allocate_full() {
+  for (;;) {
+    if (FullFrame* frame = pool_.try_allocate_full()) return frame;
+    if (!evict_for(Need::kFullFrame))
+      fail("DRAM buffer pool exhausted: all {} frames are fixed or hold swizzled children",
+           pool_.slab_count());
+  }
+}
+
+MiniPage* BufferManager::allocate_mini() {
+  for (;;) {
+    if (MiniPage* mini = pool_.try_allocate_mini()) return mini;
+    if (!evict_for(Need::kAnything))
+      fail("DRAM buffer pool exhausted: all {} frames are fixed or hold swizzled children",
+           pool_.slab_count());
+  }
+}
+
+bool BufferManager::evictable(FrameHeader* frame) const {
+  if (frame->fix_count != 0 || frame->has(frame_flag::kPromoted)) return false;
+  return frame->is_mini() || as_full(frame)->swizzled_children == 0;
+}
+
+bool BufferManager::evict_for(Need need) {
+  // Clock over slabs: the first sweep may only clear second-chance bits, the second finds a
+  // victim unless every frame is fixed or has swizzled children. A full frame needs a whole
+  // slab, so a mini slab is then evicted at once, and only when all its pages are cold.
+  using SlabKind = FramePool::SlabKind;
+  const std::size_t slabs = pool_.slab_count();
+  for (std::size_t step = 0; step < 2 * slabs + 1; ++step) {
+    const std::size_t slab = dram_hand_;
+    dram_hand_ = slab + 1 == slabs ? 0 : slab + 1;
+    if (pool_.kind(slab) == SlabKind::kFull) {
+      FrameHeader* frame = &pool_.full_frame(slab)->header;
+      if (!evictable(frame)) continue;
+      if (frame->has(frame_flag::kReferenced)) {
+        frame->clear(frame_flag::kReferenced);
+        continue;
+      }
+      evict(frame);
+      return true;
+    }
+    if (pool_.kind(slab) != SlabKind::kMini) continue;
+    bool all_cold = true;
+    for (std::size_t i = 0; i < FramePool::kMinisPerSlab; ++i) {
+      if (!(pool_.minis_in_use(slab) & (1u << i))) continue;
+      FrameHeader* frame = &pool_.mini_page(slab, i)->header;
+      if (!evictable(frame)) {
+        all_cold = false;
+      } else if (frame->has(frame_flag::kReferenced)) {
+        frame->clear(frame_flag::kReferenced);
+        all_cold = false;
+      } else if (need == Need::kAnything) {
+        evict(frame);
+        return true;
+      }
+    }
+    if (need == Need::kFullFrame && all_cold) {
+      for (std::size_t i = 0; i < FramePool::kMinisPerSlab; ++i)
+        if (pool_.minis_in_use(slab) & (1u << i)) evict(&pool_.mini_page(slab, i)->header);
+      return true;
+    }
+  }
+  return false;
+}
+
+void BufferManager::evict(FrameHeader* frame) {
+  assert(evictable(frame));
+  // 1. No swizzled pointer to the frame may survive it.
+  if (frame->has(frame_flag::kSwizzled)) unswizzle(frame);
+  // 2. Write it down: NVM-backed pages stay in their slot (dirty lines only), others face
+  //    the admission decision.
+  if (frame->nvm != nullptr)
+    write_back_to_nvm(frame);
+  else
+    evict_unbacked(as_full(frame));
+  // 3. Free the frame.
+  ++counters_.dram_evictions;
+  frame->bump_version();
+  pool_.release(frame);
+}
+
+void BufferManager::write_back_to_nvm(FrameHeader* frame) {
+  std::byte* slot = frame->nvm;
+  bool wrote = false;
+  auto write_lines = [&](const std::byte* from, std::size_t first_line, std::size_t lines) {
+    std::byte* to = slot + first_line * kCacheLineSize;
+    nvm_device_->write(to, from, lines * kCacheLineSize);
+    nvm_device_->flush(to, lines * kCacheLineSize);
+    wrote = true;
+  };
+  // 1. The dirty lines (the whole page when it is dirty as a whole).
+  if (frame->is_mini()) {
+    const MiniPage* mini = as_mini(frame);
+    for (std::size_t i = 0; i < frame->mini_count; ++i)
+      if (frame->mini_dirty & (1u << i))
+        write_lines(mini->data + i * kCacheLineSize, mini->slots[i], 1);
+  } else {
+    const FullFrame* full = as_full(frame);
+    if (full->dirty_all) {
+      assert(full->resident_all);
+      write_lines(full->data, 0, kLinesPerPage);
+    } else {
+      full->dirty.for_each_run([&](std::size_t line, std::size_t lines) {
+        write_lines(full->data + line * kCacheLineSize, line, lines);
+      });
+    }
+  }
+  // 2. Make them durable; the slot header records the LSN and that SSD is now behind.
+  const SlotId slot_id = nvm_->slot_of(slot);
+  if (wrote) {
+    nvm_device_->fence();
+    const NvmSlotHeader& header = nvm_->header(slot_id);
+    const Lsn lsn = page_lsn(slot);
+    const bool behind_ssd = ssd_ != nullptr;
+    if (header.lsn != lsn || header.dirty_vs_ssd() != behind_ssd)
+      nvm_->write_header(slot_id, frame->page_id, lsn, behind_ssd);
+  }
+  // 3. The page table now leads to the slot.
+  nvm_referenced_[slot_id] = 1;
+  page_table_.insert_or_assign(frame->page_id, slot);
+}
+
+void BufferManager::evict_unbacked(FullFrame* frame) {
+  assert(frame->resident_all);
+  const PageId page_id = frame->header.page_id;
+  // Transition 4: admitted to NVM, the whole page (it was never NVM-backed).
+  if (nvm_ != nullptr && should_admit(page_id)) {
+    if (const std::optional<SlotId> slot_id = take_nvm_slot()) {
+      std::byte* slot = nvm_->slot(*slot_id);
+      nvm_device_->write(slot, frame->data, kPageSize);
+      nvm_device_->persist(slot, kPageSize);
+      nvm_->write_header(*slot_id, page_id, page_lsn(frame->data), frame->dirty_all);
+      nvm_referenced_[*slot_id] = 1;
+      page_table_.insert_or_assign(page_id, slot);
+      ++counters_.nvm_admissions;
+      return;
+    }
+  }
+  // Transition 5: denied (or NVM held only pages now in DRAM): to SSD, only if dirty.
+  if (nvm_ != nullptr) {
+    ++counters_.nvm_admissions_denied;
+    admission_set_.insert(page_id);
+  }
+  if (frame->dirty_all) ssd_->write(page_id, frame->data);
+  page_table_.erase(page_id);
+}
+
+bool BufferManager::should_admit(PageId page_id) {
+  if (options_.admit_while_nvm_has_free_slots && nvm_->slots_in_use() < nvm_->slot_count()) {
+    admission_set_.take(page_id);
+    ++admission_stats_.admitted_to_free_slot;
+    return true;
+  }
+  if (admission_set_.take(page_id)) {
+    ++admission_stats_.admitted_from_set;
+    return true;
+  }
+  return false;
+}
+
+std::optional<SlotId> BufferManager::take_nvm_slot() {
+  std::optional<SlotId> slot = nvm_->allocate_slot();
+  if (!slot && evict_one_nvm_page()) slot = nvm_->allocate_slot();
+  return slot;
+}
+
+bool BufferManager::evict_one_nvm_page() {
+  // Transition 6: clock over slots, skipping pages that are in DRAM now (their slot backs them).
+  if (nvm_ == nullptr || ssd_ == nullptr) return false;
+  const auto slots = static_cast<SlotId>(nvm_->slot_count());
+  for (std::size_t step = 0; step < 2 * std::size_t{slots} + 1; ++step) {
+    const SlotId slot_id = nvm_hand_;
+    nvm_hand_ = slot_id + 1 == slots ? 0 : slot_id + 1;
+    const NvmSlotHeader& header = nvm_->header(slot_id);
+    if (header.is_free() || slot_id == loading_slot_) continue;
+    void** entry = page_table_.find(header.page_id);
+    if (entry == nullptr || *entry != nvm_->slot(slot_id)) continue;
+    if (nvm_referenced_[slot_id] != 0) {
+      nvm_referenced_[slot_id] = 0;
+      continue;
+    }
+    const PageId page_id = header.page_id;
+    if (header.dirty_vs_ssd()) {
+      nvm_device_->charge_read(nvm_->slot(slot_id), kPageSize);
+      ssd_->write(page_id, nvm_->slot(slot_id));
+    }
+    page_table_.erase(page_id);
+    nvm_->free_slot(slot_id);
+    ++counters_.nvm_evictions;
+    return true;
+  }
+  return false;
+}
+
+void BufferManager::flush_all() {
+  // 1. Evict in passes: each pass frees the frames without swizzled children, which unswizzles
+  //    their parents for the next pass.
+  bool progress = true;
+  while (pool_.frames_in_use() > 0 && progress) {
+    progress = false;
+    for (std::size_t slab = 0; slab < pool_.slab_count(); ++slab) {
+      for (std::size_t i = 0; i < FramePool::kMinisPerSlab; ++i) {
+        FrameHeader* frame;
+        if (pool_.kind(slab) == FramePool::SlabKind::kFull && i == 0)
+          frame = &pool_.full_frame(slab)->header;
+        else if (pool_.kind(slab) == FramePool::SlabKind::kMini &&
+                 (pool_.minis_in_use(slab) & (1u << i)))
+          frame = &pool_.mini_page(slab, i)->header;
+        else
+          continue;
+        if (frame->fix_count != 0) fail("flush_all: page {} is still fixed", frame->page_id);
+        if (!evictable(frame)) continue;
+        evict(frame);
+        progress = true;
+      }
+    }
+  }
+  assert(pool_.frames_in_use() == 0);
+  // 2. Make SSD writes and allocations durable.
+  if (ssd_ != nullptr) ssd_->sync();
+}
+
+Counters BufferManager::counters() const {
+  Counters total = counters_;
+  if (nvm_ != nullptr) total += nvm_->device().counters();
+  if (ssd_ != nullptr) total += ssd_->counters();
+  return total;
+}
+
+BufferMemoryUsage BufferManager::memory_usage() const {
+  BufferMemoryUsage usage;
+  usage.dram_bytes_used = pool_.bytes_in_use();
+  usage.dram_budget_bytes = pool_.budget_bytes();
+  usage.page_table_bytes = page_table_.memory_bytes();
+  usage.admission_set_bytes = admission_set_.memory_bytes();
+  usage.nvm_slots_used = nvm_ != nullptr ? nvm_->slots_in_use() : 0;
+  return usage;
+}
+
+BufferManager::Location BufferManager::location(PageId page_id) const {
+  const void* const* entry = page_table_.find(page_id);
+  if (entry == nullptr)
+    return ssd_ != nullptr && ssd_->is_allocated(page_id) ? Location::kSsd : Location::kNowhere;
+  if (nvm_ != nullptr && nvm_->in_slot_area(*entry)) return Location::kNvm;
+  return static_cast<const FrameHeader*>(*entry)->is_mini() ? Location::kDramMini
+                                                            : Location::kDramFull;
+}
+
+}  // namespace tristore

@@ -1,0 +1,283 @@
+#pragma once
+// The three-tier buffer manager (van Renen et al. 2018, sections 3-4; DESIGN.md sections 2-3):
+// a DRAM pool of full frames and mini pages over an NVM tier of page slots and an SSD page
+// file. Pages are reached only through Guards; make_resident loads missing cache lines from NVM
+// on demand; swips are swizzled into DRAM pointers so that a hot fix costs one branch.
+//
+// Page life cycle (paper Figure 6):
+//   (1) SSD -> DRAM: whole page into a full frame, not NVM-backed.
+//   (2) NVM -> DRAM: into a mini page (or an empty full frame), lines loaded on demand.
+//   (3) DRAM eviction: clock over slabs of frames; NVM-backed pages write back dirty lines only.
+//   (4) -> NVM: admitted (admission set hit, or NVM still has free slots).
+//   (5) -> SSD: admission denied; written only if dirty.
+//   (6) NVM eviction: clock over slots; written to SSD only if dirty relative to SSD.
+//
+// One class runs every buffer-managed architecture (BufferManagerOptions):
+//   3tier        nvm + ssd; cache_line_grained, mini_pages, swizzling switch off one by one
+//   basic-nvm    nvm only: page-grained, page table, no swizzling; each page's slot is its home
+//   ssd-bm       ssd only: page-grained, page table, no swizzling
+// Without both tiers the three switches are forced off.
+//
+// Single-threaded today. Every frame carries a version-latch word and no frame pointer
+// outlives the Guard it came from, so optimistic latching can come without a redesign.
+#include <cassert>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "common/counters.hpp"
+#include "common/types.hpp"
+#include "nvm/nvm_tier.hpp"
+#include "ssd/ssd_page_file.hpp"
+#include "tiers/admission_set.hpp"
+#include "tiers/frame.hpp"
+#include "tiers/frame_pool.hpp"
+#include "tiers/page_id_map.hpp"
+#include "tiers/swip.hpp"
+
+namespace tristore {
+
+struct BufferManagerOptions {
+  std::uint64_t dram_bytes = 0;  // frames + mini pages, a hard limit
+  NvmTier* nvm = nullptr;
+  SsdPageFile* ssd = nullptr;
+  bool cache_line_grained = true;
+  bool mini_pages = true;
+  bool swizzling = true;
+  std::uint64_t admission_set_size = 0;  // 0: the number of NVM slots (tiers/admission_set.hpp)
+  // While NVM has free slots, a page evicted from DRAM goes there without asking the admission
+  // set: it saves an SSD write and fills NVM during warm-up; the set decides once NVM is full.
+  bool admit_while_nvm_has_free_slots = true;
+};
+
+// Admission detail beyond common/counters.hpp, to measure the free-slot policy.
+struct AdmissionStats {
+  std::uint64_t admitted_to_free_slot = 0;  // NVM had a free slot
+  std::uint64_t admitted_from_set = 0;      // NVM full, the page was in the admission set
+};
+
+struct BufferMemoryUsage {
+  std::uint64_t dram_bytes_used = 0;  // frames and mini pages in use
+  std::uint64_t dram_budget_bytes = 0;
+  std::uint64_t page_table_bytes = 0;  // apart from the budget
+  std::uint64_t admission_set_bytes = 0;
+  std::uint64_t nvm_slots_used = 0;
+};
+
+class BufferManager {
+ public:
+  class Guard;
+
+  // Throws Error for a budget below a few frames or a missing tier. Opening over existing files
+  // rebuilds the page table from the valid NVM slot headers.
+  explicit BufferManager(const BufferManagerOptions& options);
+  ~BufferManager() = default;
+  BufferManager(const BufferManager&) = delete;
+  BufferManager& operator=(const BufferManager&) = delete;
+
+  // PageAccess (btree/page_access.hpp).
+  Guard allocate_page();
+  Guard fix(Swip& swip, Guard* parent);
+  void move_swips(Guard& destination, std::uint32_t offset, Guard* source_parent, Swip* swips,
+                  std::uint32_t count);
+  Swip swip_of(const Guard& guard) const;
+  void free_page(Guard&& guard);
+
+  // Writes every DRAM page down (children before parents) and syncs the SSD file, so a
+  // BufferManager opened later over the same files finds every page. No guard may be held.
+  void flush_all();
+  // Forced replacement steps (tests, tools): false when nothing could be evicted.
+  bool evict_one_dram_frame() { return evict_for(Need::kAnything); }
+  bool evict_one_nvm_page();
+
+  // The buffer manager's own counters plus the NVM device's and the SSD file's.
+  Counters counters() const;
+  const Counters& own_counters() const { return counters_; }
+  const AdmissionStats& admission_stats() const { return admission_stats_; }
+  BufferMemoryUsage memory_usage() const;
+  const BufferManagerOptions& options() const { return options_; }
+
+  // Where a page is now (tests and tools).
+  enum class Location { kNowhere, kDramFull, kDramMini, kNvm, kSsd };
+  Location location(PageId page_id) const;
+
+ private:
+  friend class Guard;
+  enum class Need { kAnything, kFullFrame };
+
+  // Hot paths, inline below.
+  std::byte* make_resident(FrameHeader* frame, std::uint32_t offset, std::uint32_t length);
+  void mark_dirty(FrameHeader* frame, std::uint32_t offset, std::uint32_t length);
+  std::byte* whole_page(FrameHeader* frame);
+  void unfix(FrameHeader* frame) {
+    --frame->fix_count;
+    if (frame->has(frame_flag::kPromoted)) [[unlikely]]
+      release_promoted(as_mini(frame));
+  }
+  Guard pin(FrameHeader* frame);
+
+  // Cold paths (buffer_manager.cpp).
+  Guard fix_through_table(Swip& swip, Guard* parent);
+  FrameHeader* load_from_nvm(PageId page_id, std::byte* slot);
+  FrameHeader* load_from_ssd(PageId page_id);
+  std::byte* load_full_lines(FullFrame* frame, std::size_t first, std::size_t last);
+  std::byte* make_resident_mini(MiniPage* mini, std::uint32_t offset, std::uint32_t length);
+  FullFrame* promote(MiniPage* mini);
+  void release_promoted(MiniPage* mini);
+  void swizzle(Swip& swip, FrameHeader* child, Guard* parent);
+  void unswizzle(FrameHeader* frame);
+  FullFrame* allocate_full();
+  MiniPage* allocate_mini();
+  bool evict_for(Need need);
+  bool evictable(FrameHeader* frame) const;
+  void evict(FrameHeader* frame);
+  void write_back_to_nvm(FrameHeader* frame);
+  void evict_unbacked(FullFrame* frame);
+  bool should_admit(PageId page_id);
+  std::optional<SlotId> take_nvm_slot();
+  Swip* owning_swip(FrameHeader* frame) const;
+
+  BufferManagerOptions options_;
+  NvmTier* nvm_;
+  SsdPageFile* ssd_;
+  NvmDevice* nvm_device_;
+  bool cache_line_grained_;
+  bool mini_pages_;
+  bool swizzling_;
+
+  FramePool pool_;
+  PageIdMap<void*> page_table_;  // page id -> FrameHeader* or NVM slot, told apart by address
+  AdmissionSet admission_set_;
+  std::vector<std::uint8_t> nvm_referenced_;  // NVM clock's second-chance bits, per slot
+  std::size_t dram_hand_ = 0;
+  SlotId nvm_hand_ = 0;
+  SlotId loading_slot_ = ~SlotId{0};  // the slot being loaded into DRAM: not an NVM victim
+
+  Counters counters_;
+  AdmissionStats admission_stats_;
+};
+
+// A fixed page. Move-only; releasing (or destroying) it unfixes the page. Pointers returned
+// by read/write/whole_page stay readable until the guard is released.
+class BufferManager::Guard {
+ public:
+  Guard() = default;
+  Guard(Guard&& other) noexcept
+      : manager_(other.manager_), frame_(std::exchange(other.frame_, nullptr)) {}
+  Guard& operator=(Guard&& other) noexcept {
+    if (this != &other) {
+      release();
+      manager_ = other.manager_;
+      frame_ = std::exchange(other.frame_, nullptr);
+    }
+    return *this;
+  }
+  Guard(const Guard&) = delete;
+  Guard& operator=(const Guard&) = delete;
+  ~Guard() { release(); }
+
+  explicit operator bool() const { return frame_ != nullptr; }
+  PageId page_id() const { return frame_->page_id; }
+  const std::byte* read(std::uint32_t offset, std::uint32_t length) {
+    return manager_->make_resident(frame_, offset, length);
+  }
+  std::byte* write(std::uint32_t offset, std::uint32_t length) {
+    std::byte* bytes = manager_->make_resident(frame_, offset, length);
+    manager_->mark_dirty(frame_, offset, length);
+    return bytes;
+  }
+  std::byte* whole_page() { return manager_->whole_page(frame_); }
+  void mark_dirty(std::uint32_t offset, std::uint32_t length) {
+    manager_->mark_dirty(frame_, offset, length);
+  }
+  void release() {
+    if (frame_ != nullptr) manager_->unfix(std::exchange(frame_, nullptr));
+  }
+
+  // Introspection for tests and benchmarks.
+  bool on_mini_page() const { return frame_->is_mini() && !frame_->has(frame_flag::kPromoted); }
+
+ private:
+  friend class BufferManager;
+  Guard(BufferManager* manager, FrameHeader* frame) : manager_(manager), frame_(frame) {}
+
+  BufferManager* manager_ = nullptr;
+  FrameHeader* frame_ = nullptr;
+};
+
+inline BufferManager::Guard BufferManager::pin(FrameHeader* frame) {
+  ++frame->fix_count;
+  frame->set(frame_flag::kReferenced);
+  return Guard(this, frame);
+}
+
+inline BufferManager::Guard BufferManager::fix(Swip& swip, Guard* parent) {
+  if (swip.is_swizzled()) {
+    ++counters_.swizzled_hits;
+    return pin(swip.frame<FrameHeader>());
+  }
+  return fix_through_table(swip, parent);
+}
+
+inline std::byte* BufferManager::make_resident(FrameHeader* frame, std::uint32_t offset,
+                                               std::uint32_t length) {
+  assert(length > 0 && offset + length <= kPageSize);
+  const std::size_t first = offset / kCacheLineSize;
+  const std::size_t last = (offset + length - 1) / kCacheLineSize;
+  if (!frame->is_mini()) [[likely]] {
+    FullFrame* full = as_full(frame);
+    if (full->is_resident(first, last)) [[likely]]
+      return full->data + offset;
+    return load_full_lines(full, first, last) + offset;
+  }
+  MiniPage* mini = as_mini(frame);
+  const std::size_t slot = mini->find(first);
+  const std::size_t last_slot = slot + (last - first);  // lines are sorted and unique
+  if (last_slot < mini->header.mini_count && mini->slots[last_slot] == last &&
+      mini->full == nullptr)
+    return mini->data + slot * kCacheLineSize + offset % kCacheLineSize;
+  return make_resident_mini(mini, offset, length);
+}
+
+inline void BufferManager::mark_dirty(FrameHeader* frame, std::uint32_t offset,
+                                      std::uint32_t length) {
+  assert(length > 0 && offset + length <= kPageSize);
+  const std::size_t first = offset / kCacheLineSize;
+  const std::size_t last = (offset + length - 1) / kCacheLineSize;
+  if (frame->is_mini()) [[unlikely]] {
+    MiniPage* mini = as_mini(frame);
+    if (mini->full != nullptr) {
+      mark_dirty(&mini->full->header, offset, length);
+      return;
+    }
+    const std::size_t slot = mini->find(first);
+    assert(slot + (last - first) < mini->header.mini_count && "mark_dirty of non-resident lines");
+    const unsigned lines = (2u << (last - first)) - 1;
+    frame->mini_dirty = static_cast<std::uint16_t>(frame->mini_dirty | (lines << slot));
+  } else {
+    FullFrame* full = as_full(frame);
+    assert(full->is_resident(first, last) && "mark_dirty of non-resident lines");
+    if (!full->dirty_all) {
+      if (frame->nvm != nullptr && cache_line_grained_)
+        full->dirty.set(first, last);
+      else
+        full->dirty_all = true;
+    }
+  }
+  frame->bump_version();
+}
+
+inline std::byte* BufferManager::whole_page(FrameHeader* frame) {
+  if (frame->is_mini()) [[unlikely]] {
+    MiniPage* mini = as_mini(frame);
+    frame = &(mini->full != nullptr ? mini->full : promote(mini))->header;
+  }
+  FullFrame* full = as_full(frame);
+  if (full->resident_all) [[likely]]
+    return full->data;
+  return load_full_lines(full, 0, kLinesPerPage - 1);
+}
+
+}  // namespace tristore

@@ -1,0 +1,103 @@
+#pragma once
+// DRAM buffer frames (paper section 3, DESIGN.md section 2). Two kinds share one 40-byte
+// FrameHeader: a full frame (128-byte header interleaved with the 16 KiB page, LeanStore
+// style) and a mini page (one 64-byte header line + 16 line slots = 1088 bytes). A frame is
+// reached as FrameHeader* and told apart by its kind flag.
+#include <emmintrin.h>
+
+#include <atomic>
+#include <bit>
+#include <cassert>
+#include <cstddef>
+#include <cstdint>
+
+#include "common/types.hpp"
+#include "tiers/line_mask.hpp"
+#include "tiers/swip.hpp"
+
+namespace tristore {
+
+struct FullFrame;
+
+namespace frame_flag {
+inline constexpr std::uint8_t kMini = 1;         // a MiniPage, else a FullFrame
+inline constexpr std::uint8_t kReferenced = 2;   // clock's second-chance bit
+inline constexpr std::uint8_t kSwizzled = 4;     // the owning swip holds this frame's address
+inline constexpr std::uint8_t kOwnerIsRoot = 8;  // owner.root_swip, not owner.parent
+inline constexpr std::uint8_t kPromoted = 16;    // a mini page forwarding to `full`
+}  // namespace frame_flag
+
+struct FrameHeader {
+  // Version-latch word (vmcache style): bits 0..55 version, bumped whenever the page changes
+  // or leaves the frame; bits 56..63 the latch state (kept 0: single-threaded guards today).
+  // Optimistic readers will validate against the version without a redesign.
+  std::atomic<std::uint64_t> version{0};
+  PageId page_id = kInvalidPageId;
+  std::byte* nvm = nullptr;  // the NVM slot backing this page; null: not NVM-backed
+  // Where the owning swip lives while kSwizzled: a full parent frame (+ swip_offset into its
+  // data), or, with kOwnerIsRoot, a swip outside any page (a table's root).
+  union Owner {
+    FullFrame* parent;
+    Swip* root_swip;
+  } owner{nullptr};
+  std::uint16_t swip_offset = 0;
+  std::uint16_t fix_count = 0;
+  std::uint16_t mini_dirty = 0;  // mini pages: one bit per slot
+  std::uint8_t flags = 0;
+  std::uint8_t mini_count = 0;  // mini pages: slots in use
+
+  bool is_mini() const { return (flags & frame_flag::kMini) != 0; }
+  bool has(std::uint8_t flag) const { return (flags & flag) != 0; }
+  void set(std::uint8_t flag) { flags = static_cast<std::uint8_t>(flags | flag); }
+  void clear(std::uint8_t flag) { flags = static_cast<std::uint8_t>(flags & ~flag); }
+  void bump_version() {
+    version.store(version.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  }
+};
+static_assert(sizeof(FrameHeader) == 40);
+
+struct alignas(64) FullFrame {
+  FrameHeader header;
+  std::uint16_t swizzled_children = 0;  // a frame with swizzled children is never evicted
+  bool resident_all = false;            // whole-page flags: skip the masks
+  bool dirty_all = false;
+  LineMask resident;
+  LineMask dirty;
+  alignas(64) std::byte data[kPageSize];
+
+  bool is_resident(std::size_t first_line, std::size_t last_line) const {
+    return resident_all || resident.all(first_line, last_line);
+  }
+};
+static_assert(offsetof(FullFrame, data) <= 128, "full frame header must fit two cache lines");
+static_assert(sizeof(FullFrame) == 128 + kPageSize);
+
+struct alignas(64) MiniPage {
+  static constexpr std::size_t kSlots = 16;
+  FrameHeader header;
+  FullFrame* full = nullptr;        // set once promoted: every access forwards there
+  std::uint8_t slots[kSlots] = {};  // slot -> line id, sorted ascending over [0, mini_count)
+  alignas(64) std::byte data[kSlots * kCacheLineSize];
+
+  // The slot holding `line`, or kSlots: one 16-byte compare, no loop.
+  std::size_t find(std::size_t line) const {
+    const __m128i all = _mm_loadu_si128(reinterpret_cast<const __m128i*>(slots));
+    const __m128i hits = _mm_cmpeq_epi8(all, _mm_set1_epi8(static_cast<char>(line)));
+    const unsigned used = (1u << header.mini_count) - 1;
+    const unsigned match = static_cast<unsigned>(_mm_movemask_epi8(hits)) & used;
+    return match != 0 ? static_cast<std::size_t>(std::countr_zero(match)) : kSlots;
+  }
+};
+static_assert(offsetof(MiniPage, data) == 64, "mini page header must fit one cache line");
+static_assert(sizeof(MiniPage) == 1088);
+
+inline FullFrame* as_full(FrameHeader* frame) {
+  assert(!frame->is_mini());
+  return reinterpret_cast<FullFrame*>(frame);
+}
+inline MiniPage* as_mini(FrameHeader* frame) {
+  assert(frame->is_mini());
+  return reinterpret_cast<MiniPage*>(frame);
+}
+
+}  // namespace tristore

@@ -1,0 +1,38 @@
+#pragma once
+// Debug-mode poisoning of DRAM bytes that hold no valid page content (non-resident lines of a
+// full frame, unused mini-page slots, free frames), so that a read of a line that was never
+// made resident is reported where it happens. AddressSanitizer poisoning in TRISTORE_POISON
+// builds; Valgrind memcheck client requests whenever the header is present (outside valgrind
+// they are a handful of no-op instructions, and these calls sit only on load/evict paths).
+#include <cstddef>
+
+#if defined(TRISTORE_POISON)
+#include <sanitizer/asan_interface.h>
+#endif
+#if __has_include(<valgrind/memcheck.h>)
+#include <valgrind/memcheck.h>
+#define TRISTORE_HAVE_VALGRIND 1
+#endif
+
+namespace tristore {
+
+inline void poison_bytes([[maybe_unused]] void* p, [[maybe_unused]] std::size_t length) {
+#if defined(TRISTORE_POISON)
+  ASAN_POISON_MEMORY_REGION(p, length);
+#endif
+#if defined(TRISTORE_HAVE_VALGRIND)
+  (void)VALGRIND_MAKE_MEM_NOACCESS(p, length);
+#endif
+}
+
+// The bytes become writable; their content is undefined until written.
+inline void unpoison_bytes([[maybe_unused]] void* p, [[maybe_unused]] std::size_t length) {
+#if defined(TRISTORE_POISON)
+  ASAN_UNPOISON_MEMORY_REGION(p, length);
+#endif
+#if defined(TRISTORE_HAVE_VALGRIND)
+  (void)VALGRIND_MAKE_MEM_UNDEFINED(p, length);
+#endif
+}
+
+}  // namespace tristore

@@ -1,0 +1,127 @@
+#include "workloads/bench_flags.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "common/error.hpp"
+#include "workloads/size_parser.hpp"
+
+namespace tristore {
+
+namespace {
+
+std::string default_ssd_directory() {
+  const char* tmpdir = std::getenv("TMPDIR");
+  return tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp";
+}
+
+std::uint64_t parse_size_flag(std::string_view flag, const std::string& text) {
+  try {
+    return parse_size(text);
+  } catch (const Error& error) {
+    fail("{}: {}", flag, error.what());
+  }
+}
+
+}  // namespace
+
+BenchFlags::BenchFlags(CLI::App& app) {
+  BenchOptions& o = defaults_;
+  app.add_option("--arch", arch_, "3tier|basic-nvm|nvm-direct|ssd-bm|main-memory")
+      ->capture_default_str();
+  app.add_option("--workload", workload_, "ycsb-ro|ycsb-rw|ycsb-scan|tpcc")->capture_default_str();
+  app.add_option("--dram", dram_, "DRAM buffer budget, e.g. 200MiB")->capture_default_str();
+  app.add_option("--nvm", nvm_, "NVM capacity, e.g. 1GiB")->capture_default_str();
+  app.add_option("--ssd", ssd_, "SSD capacity, e.g. 5GiB")->capture_default_str();
+  app.add_option("--records", o.ycsb.records, "YCSB: number of records")->capture_default_str();
+  app.add_option("--warehouses", o.warehouses, "TPC-C: number of warehouses")
+      ->capture_default_str();
+  app.add_option("--nvm-path", nvm_path_, "NVM file (default: /dev/shm/tristore-bench-PID.nvm)");
+  app.add_option("--ssd-path", ssd_path_, "SSD file (default: $TMPDIR/tristore-bench-PID.ssd)");
+  app.add_option("--nvm-read-ns", o.config.nvm_read_ns, "injected latency per NVM line read")
+      ->capture_default_str();
+  app.add_option("--nvm-write-ns", o.config.nvm_write_ns, "injected latency per NVM line written")
+      ->capture_default_str();
+  app.add_option("--llc", llc_, "simulated last-level cache size (0: this machine's)")
+      ->capture_default_str();
+  app.add_option("--numa-node", o.config.numa_node, "bind NVM to this NUMA node (-1: none)")
+      ->capture_default_str();
+  app.add_option("--admission-set", o.config.admission_set_size,
+                 "NVM admission set entries (0: engine default)")
+      ->capture_default_str();
+  app.add_option("--distribution", distribution_, "YCSB keys: zipf|uniform|scrambled-zipf")
+      ->capture_default_str();
+  app.add_option("--zipf", o.ycsb.zipf_theta, "Zipf theta for --distribution zipf")
+      ->capture_default_str();
+  app.add_option("--update-ratio", o.ycsb.update_ratio_percent, "ycsb-rw: percent of updates")
+      ->capture_default_str();
+  app.add_option("--scan-length", o.ycsb.max_scan_length,
+                 "ycsb-scan: scans are of uniform length in [1, N]")
+      ->capture_default_str();
+  app.add_option("--fill-factor", o.ycsb.fill_factor, "B-tree leaf fill after loading")
+      ->capture_default_str();
+  app.add_flag("--micro", o.ycsb.micro, "YCSB with 8-byte keys and 8-byte values (paper 5.5)");
+  app.add_option("--seed", o.ycsb.seed, "random seed")->capture_default_str();
+  app.add_option("--threads", o.threads, "worker threads (only 1 today)")->capture_default_str();
+  seconds_option_ =
+      app.add_option("--seconds", o.seconds, "measured phase length")->capture_default_str();
+  app.add_option("--ops", o.ops, "measured phase: exactly this many operations instead")
+      ->excludes(seconds_option_);
+  app.add_option("--warmup", o.warmup_seconds, "seconds of unmeasured warm-up")
+      ->capture_default_str();
+  app.add_flag("--no-cl-grained", no_cl_grained_, "3tier: load whole pages from NVM");
+  app.add_flag("--no-mini-pages", no_mini_pages_, "3tier: no mini pages");
+  app.add_flag("--no-swizzling", no_swizzling_, "3tier: no pointer swizzling");
+  app.add_option("--json", o.json_path, "write the result as JSON to this file");
+  app.add_flag("--quiet", quiet_, "no progress lines");
+}
+
+BenchOptions BenchFlags::finish() const {
+  BenchOptions o = defaults_;
+
+  // 1. Names and sizes.
+  o.config.architecture = parse_architecture(arch_);
+  o.workload_name = workload_;
+  if (workload_ == "tpcc") {
+    o.workload = WorkloadKind::kTpcc;
+  } else {
+    o.workload = WorkloadKind::kYcsb;
+    if (workload_ == "ycsb-ro")
+      o.ycsb.kind = YcsbKind::kReadOnly;
+    else if (workload_ == "ycsb-rw")
+      o.ycsb.kind = YcsbKind::kReadWrite;
+    else if (workload_ == "ycsb-scan")
+      o.ycsb.kind = YcsbKind::kScan;
+    else
+      fail("unknown workload '{}' (expected ycsb-ro, ycsb-rw, ycsb-scan or tpcc)", workload_);
+  }
+  o.ycsb.distribution = parse_distribution(distribution_);
+  o.config.dram_bytes = parse_size_flag("--dram", dram_);
+  o.config.nvm_bytes = parse_size_flag("--nvm", nvm_);
+  o.config.ssd_bytes = parse_size_flag("--ssd", ssd_);
+  o.config.llc_bytes = parse_size_flag("--llc", llc_);
+  o.config.cache_line_grained = !no_cl_grained_;
+  o.config.mini_pages = !no_mini_pages_;
+  o.config.swizzling = !no_swizzling_;
+  o.progress = !quiet_;
+
+  // 2. Files: per-process defaults, removed afterwards; named files are the user's to keep.
+  const auto pid = static_cast<long>(::getpid());
+  o.remove_nvm_file = nvm_path_.empty();
+  o.config.nvm_path =
+      nvm_path_.empty() ? fmt::format("/dev/shm/tristore-bench-{}.nvm", pid) : nvm_path_;
+  o.remove_ssd_file = ssd_path_.empty();
+  o.config.ssd_path = ssd_path_.empty() ? (std::filesystem::path(default_ssd_directory()) /
+                                           fmt::format("tristore-bench-{}.ssd", pid))
+                                              .string()
+                                        : ssd_path_;
+  o.config.create = true;
+
+  // 3. Everything else.
+  validate(o);
+  return o;
+}
+
+}  // namespace tristore

@@ -1,0 +1,36 @@
+#pragma once
+// The tristore-bench command line: registers every flag on a CLI11 app; after app.parse,
+// finish() turns the raw values into validated BenchOptions.
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+
+#include "workloads/bench_options.hpp"
+
+namespace tristore {
+
+class BenchFlags {
+ public:
+  explicit BenchFlags(CLI::App& app);
+  BenchOptions finish() const;  // throws Error (one line) on bad values or impossible sizes
+
+ private:
+  BenchOptions defaults_;
+  std::string arch_ = "3tier";
+  std::string workload_ = "ycsb-ro";
+  std::string distribution_ = "zipf";
+  std::string dram_ = "200MiB";
+  std::string nvm_ = "1GiB";
+  std::string ssd_ = "5GiB";
+  std::string llc_ = "0";
+  std::string nvm_path_;
+  std::string ssd_path_;
+  bool no_cl_grained_ = false;
+  bool no_mini_pages_ = false;
+  bool no_swizzling_ = false;
+  bool quiet_ = false;
+  CLI::Option* seconds_option_ = nullptr;
+};
+
+}  // namespace tristore

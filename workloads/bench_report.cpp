@@ -1,0 +1,80 @@
+#include "workloads/bench_report.hpp"
+
+#include <sys/resource.h>
+
+#include "workloads/key_chooser.hpp"
+#include "workloads/tree_size_estimate.hpp"
+
+namespace tristore {
+
+nlohmann::json counters_json(const Counters& counters) {
+  nlohmann::json json = nlohmann::json::object();
+  counters.for_each([&json](const char* name, std::uint64_t value) { json[name] = value; });
+  return json;
+}
+
+nlohmann::json memory_json(const MemoryUsage& memory) {
+  return {{"dram_bytes", memory.dram_bytes},
+          {"dram_limit_bytes", memory.dram_limit_bytes},
+          {"page_table_bytes", memory.page_table_bytes},
+          {"nvm_bytes", memory.nvm_bytes},
+          {"ssd_bytes", memory.ssd_bytes}};
+}
+
+nlohmann::json phase_json(const PhaseResult& phase) {
+  return {{"seconds", phase.seconds},
+          {"ops", phase.ops},
+          {"ops_s", phase.seconds > 0 ? static_cast<double>(phase.ops) / phase.seconds : 0.0},
+          {"counters", counters_json(phase.counters)}};
+}
+
+nlohmann::json config_json(const BenchOptions& options) {
+  const Config& config = options.config;
+  nlohmann::json json = {
+      {"arch", architecture_name(config.architecture)},
+      {"workload", options.workload_name},
+      {"dram_bytes", config.dram_bytes},
+      {"nvm_bytes", config.nvm_bytes},
+      {"ssd_bytes", config.ssd_bytes},
+      {"nvm_path", uses_nvm(config.architecture) ? config.nvm_path : ""},
+      {"ssd_path", uses_ssd(config.architecture) ? config.ssd_path : ""},
+      {"nvm_read_ns", config.nvm_read_ns},
+      {"nvm_write_ns", config.nvm_write_ns},
+      {"llc_bytes", config.llc_bytes},
+      {"numa_node", config.numa_node},
+      {"cache_line_grained", config.cache_line_grained},
+      {"mini_pages", config.mini_pages},
+      {"swizzling", config.swizzling},
+      {"admission_set_size", config.admission_set_size},
+      {"threads", options.threads},
+      {"warmup_seconds", options.warmup_seconds},
+      {"seconds", options.ops == 0 ? options.seconds : 0.0},
+      {"ops", options.ops},
+      {"seed", options.ycsb.seed},
+  };
+  if (options.workload == WorkloadKind::kTpcc) {
+    json["warehouses"] = options.warehouses;
+    return json;
+  }
+  const YcsbOptions& ycsb = options.ycsb;
+  const KeyChooser chooser(ycsb.distribution, ycsb.records, ycsb.zipf_theta, ycsb.seed);
+  json["records"] = ycsb.records;
+  json["micro"] = ycsb.micro;
+  json["key_bytes"] = ycsb_key_bytes(ycsb);
+  json["value_bytes"] = ycsb_value_bytes(ycsb);
+  json["distribution"] = distribution_name(ycsb.distribution);
+  json["zipf_theta"] = chooser.effective_theta();
+  json["update_ratio_percent"] =
+      ycsb.kind == YcsbKind::kReadWrite ? ycsb.update_ratio_percent : 0.0;
+  json["max_scan_length"] = ycsb.kind == YcsbKind::kScan ? ycsb.max_scan_length : 0;
+  json["fill_factor"] = ycsb.fill_factor;
+  return json;
+}
+
+std::uint64_t peak_rss_bytes() {
+  rusage usage{};
+  if (::getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
+}
+
+}  // namespace tristore

@@ -1,0 +1,20 @@
+#pragma once
+// The JSON result of a tristore-bench run (DESIGN.md section 8).
+#include <nlohmann/json.hpp>
+
+#include "common/counters.hpp"
+#include "engine/database.hpp"
+#include "workloads/bench_options.hpp"
+#include "workloads/bench_phase.hpp"
+
+namespace tristore {
+
+nlohmann::json counters_json(const Counters& counters);  // every counter, by its field name
+nlohmann::json memory_json(const MemoryUsage& memory);
+nlohmann::json phase_json(const PhaseResult& phase);      // seconds, ops, ops_s, counters
+nlohmann::json config_json(const BenchOptions& options);  // every effective setting
+
+// Peak resident set of this process, in bytes (getrusage).
+std::uint64_t peak_rss_bytes();
+
+}  // namespace tristore

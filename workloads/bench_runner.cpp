@@ -1,0 +1,104 @@
+#include "workloads/bench_runner.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <memory>
+#include <system_error>
+
+#include "common/error.hpp"
+#include "engine/database.hpp"
+#include "workloads/bench_report.hpp"
+#include "workloads/bench_tpcc.hpp"
+#include "workloads/size_parser.hpp"
+#include "workloads/tree_size_estimate.hpp"
+#include "workloads/ycsb_workload.hpp"
+
+namespace tristore {
+
+namespace {
+
+// Removes the files the driver named itself, however the run ends.
+class DefaultFilesRemover {
+ public:
+  explicit DefaultFilesRemover(const BenchOptions& options) : options_(options) {}
+  ~DefaultFilesRemover() {
+    std::error_code ignored;
+    if (options_.remove_nvm_file) std::filesystem::remove(options_.config.nvm_path, ignored);
+    if (options_.remove_ssd_file) std::filesystem::remove(options_.config.ssd_path, ignored);
+  }
+  DefaultFilesRemover(const DefaultFilesRemover&) = delete;
+  DefaultFilesRemover& operator=(const DefaultFilesRemover&) = delete;
+
+ private:
+  const BenchOptions& options_;
+};
+
+nlohmann::json run_ycsb_bench(Database& db, const BenchOptions& options,
+                              const ProgressPrinter& progress) {
+  const PhaseLimit warmup{options.warmup_seconds, 0};
+  const PhaseLimit measured{options.seconds, options.ops};
+  const YcsbResult ycsb = run_ycsb(db, options.ycsb, warmup, measured, progress);
+  nlohmann::json result;
+  result["load"] = phase_json(ycsb.load);
+  result["warmup"] = phase_json(ycsb.warmup);
+  result["ops"] = ycsb.measured.ops;
+  result["seconds"] = ycsb.measured.seconds;
+  result["throughput_ops_s"] = ycsb.measured.seconds > 0
+                                   ? static_cast<double>(ycsb.measured.ops) / ycsb.measured.seconds
+                                   : 0.0;
+  result["counters"] = counters_json(ycsb.measured.counters);
+  result["data_bytes"] =
+      estimated_tree_bytes(options.ycsb.records, ycsb_key_bytes(options.ycsb),
+                           ycsb_value_bytes(options.ycsb), options.ycsb.fill_factor);
+  result["operations"] = {{"lookups", ycsb.lookups},
+                          {"updates", ycsb.updates},
+                          {"scans", ycsb.scans},
+                          {"scanned_records", ycsb.scanned_records},
+                          {"not_found", ycsb.not_found}};
+  if (ycsb.not_found != 0)
+    fail("ycsb: {} operations did not find a loaded key: the engine lost records", ycsb.not_found);
+  return result;
+}
+
+}  // namespace
+
+nlohmann::json run_bench(const BenchOptions& options) {
+  // 1. Validate again: callers other than the command line build options by hand.
+  validate(options);
+
+  // 2. Open the database on files the run owns.
+  const ProgressPrinter progress(options.progress);
+  const DefaultFilesRemover remover(options);
+  progress.message(fmt::format(
+      "tristore-bench: {} on {} (dram {}, nvm {}, ssd {})", options.workload_name,
+      architecture_name(options.config.architecture), format_size(options.config.dram_bytes),
+      format_size(options.config.nvm_bytes), format_size(options.config.ssd_bytes)));
+  std::unique_ptr<Database> db = Database::open(options.config);
+
+  // 3. Load, warm up, measure.
+  nlohmann::json result = options.workload == WorkloadKind::kTpcc
+                              ? run_tpcc_bench(*db, options, progress)
+                              : run_ycsb_bench(*db, options, progress);
+
+  // 4. Describe the run.
+  result["config"] = config_json(options);
+  result["memory"] = memory_json(db->memory_usage());
+  result["memory"]["peak_rss_bytes"] = peak_rss_bytes();
+  db.reset();  // closes (and flushes) before the files are removed
+  return result;
+}
+
+std::string summary_line(const nlohmann::json& result) {
+  const nlohmann::json& counters = result.at("counters");
+  return fmt::format(
+      "{} {}: {:.0f} ops/s ({} ops in {:.2f} s), nvm lines read {}, ssd pages read {} written {}",
+      result.at("config").at("arch").get<std::string>(),
+      result.at("config").at("workload").get<std::string>(),
+      result.at("throughput_ops_s").get<double>(), result.at("ops").get<std::uint64_t>(),
+      result.at("seconds").get<double>(), counters.at("nvm_lines_read").get<std::uint64_t>(),
+      counters.at("ssd_pages_read").get<std::uint64_t>(),
+      counters.at("ssd_pages_written").get<std::uint64_t>());
+}
+
+}  // namespace tristore

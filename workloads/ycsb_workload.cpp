@@ -1,0 +1,220 @@
+#include "workloads/ycsb_workload.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "common/error.hpp"
+#include "engine/table.hpp"
+#include "workloads/random.hpp"
+#include "workloads/size_parser.hpp"
+#include "workloads/tree_size_estimate.hpp"
+#include "workloads/ycsb_record.hpp"
+
+namespace tristore {
+
+namespace {
+
+// How one table layout loads, reads, updates and scans; the two layouts differ only here.
+struct FullRowOps {
+  using Key = YcsbKey;
+  using Value = YcsbRow;
+  static void generate(std::size_t index, Key& key, Value& row) {
+    key = static_cast<Key>(index);
+    for (std::size_t field = 0; field < kYcsbFieldCount; ++field)
+      std::memset(row.fields.data() + field * kYcsbFieldSize, ycsb_loaded_byte(index, field),
+                  kYcsbFieldSize);
+  }
+  static bool check_loaded(Table<Key, Value>& table, std::uint64_t key) {
+    char field[kYcsbFieldSize];
+    const std::size_t which = key % kYcsbFieldCount;
+    if (!table.get_part(static_cast<Key>(key), which * kYcsbFieldSize, kYcsbFieldSize, field))
+      return false;
+    for (char c : field)
+      if (c != ycsb_loaded_byte(key, which)) return false;
+    return true;
+  }
+};
+
+struct MicroOps {
+  using Key = YcsbMicroKey;
+  using Value = YcsbMicroValue;
+  static void generate(std::size_t index, Key& key, Value& value) {
+    key = index;
+    value = ycsb_micro_loaded_value(index);
+  }
+  static bool check_loaded(Table<Key, Value>& table, std::uint64_t key) {
+    Value value = 0;
+    return table.get(key, value) && value == ycsb_micro_loaded_value(key);
+  }
+};
+
+template <typename Layout>
+class YcsbRunner {
+ public:
+  using Key = typename Layout::Key;
+  using Value = typename Layout::Value;
+
+  YcsbRunner(Database& db, const YcsbOptions& options)
+      : db_(db),
+        options_(options),
+        table_(db.create_table<Key, Value>("usertable")),
+        keys_(options.distribution, options.records, options.zipf_theta, options.seed),
+        random_(options.seed ^ 0x5eedULL) {}
+
+  YcsbResult run(PhaseLimit warmup, PhaseLimit measured, const ProgressPrinter& progress) {
+    YcsbResult result;
+    result.effective_theta = keys_.effective_theta();
+    result.load = load(progress);
+    result.warmup = run_phase(db_, "warmup", warmup, progress, [this] { one_operation(); });
+    tallies_ = Tallies{};
+    result.measured = run_phase(db_, "run", measured, progress, [this] { one_operation(); });
+    result.lookups = tallies_.lookups;
+    result.updates = tallies_.updates;
+    result.scans = tallies_.scans;
+    result.scanned_records = tallies_.scanned_records;
+    result.not_found = tallies_.not_found;
+    return result;
+  }
+
+ private:
+  struct Tallies {
+    std::uint64_t lookups = 0;
+    std::uint64_t updates = 0;
+    std::uint64_t scans = 0;
+    std::uint64_t scanned_records = 0;
+    std::uint64_t not_found = 0;
+  };
+
+  PhaseResult load(const ProgressPrinter& progress) {
+    // 1. Bulk-load keys 0..records-1 in order at the configured fill factor.
+    const std::uint64_t estimate =
+        estimated_tree_bytes(options_.records, sizeof(Key), sizeof(Value), options_.fill_factor);
+    progress.message(fmt::format("loading {} records ({}-byte keys, {}-byte values, about {})",
+                                 options_.records, sizeof(Key), sizeof(Value),
+                                 format_size(estimate)));
+    const Counters before = db_.counters();
+    const auto start = std::chrono::steady_clock::now();
+    table_.bulk_load(
+        options_.records,
+        [](std::size_t index, Key& key, Value& value) { Layout::generate(index, key, value); },
+        options_.fill_factor);
+
+    // 2. Spot-check the first, middle and last record: a run on a broken load means nothing.
+    for (std::uint64_t key : {std::uint64_t{0}, options_.records / 2, options_.records - 1})
+      if (!Layout::check_loaded(table_, key))
+        fail("ycsb: record {} is missing or wrong right after loading", key);
+
+    PhaseResult result;
+    result.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result.ops = options_.records;
+    result.counters = db_.counters() - before;
+    progress.message(
+        fmt::format("loaded {} records in {:.2f} s", options_.records, result.seconds));
+    return result;
+  }
+
+  void one_operation() {
+    const std::uint64_t key = keys_.next(random_);
+    switch (options_.kind) {
+      case YcsbKind::kReadOnly:
+        lookup(key);
+        return;
+      case YcsbKind::kReadWrite:
+        if (random_.next_double() * 100.0 < options_.update_ratio_percent)
+          update(key);
+        else
+          lookup(key);
+        return;
+      case YcsbKind::kScan:
+        scan(key);
+        return;
+    }
+  }
+
+  void lookup(std::uint64_t key) {
+    ++tallies_.lookups;
+    bool found;
+    if constexpr (std::is_same_v<Layout, FullRowOps>) {
+      const std::size_t field = random_.next_below(kYcsbFieldCount);
+      found = table_.get_part(static_cast<Key>(key), field * kYcsbFieldSize, kYcsbFieldSize,
+                              field_buffer_);
+    } else {
+      Value value;
+      found = table_.get(key, value);
+    }
+    tallies_.not_found += !found;
+  }
+
+  void update(std::uint64_t key) {
+    ++tallies_.updates;
+    bool found;
+    if constexpr (std::is_same_v<Layout, FullRowOps>) {
+      const std::size_t field = random_.next_below(kYcsbFieldCount);
+      std::memset(field_buffer_, static_cast<char>('A' + tallies_.updates % 26), kYcsbFieldSize);
+      found = table_.update_part(static_cast<Key>(key), field * kYcsbFieldSize, kYcsbFieldSize,
+                                 field_buffer_);
+    } else {
+      found = table_.update(key, random_.next());
+    }
+    tallies_.not_found += !found;
+  }
+
+  void scan(std::uint64_t key) {
+    ++tallies_.scans;
+    const std::size_t length = random_.next_between(1, options_.max_scan_length);
+    const std::size_t field = random_.next_below(kYcsbFieldCount);
+    tallies_.scanned_records +=
+        table_.scan(static_cast<Key>(key), length, [this, field](const Key&, const Value& value) {
+          read_field(value, field);
+          return true;
+        });
+  }
+
+  void read_field(const Value& value, std::size_t field) {
+    if constexpr (std::is_same_v<Layout, FullRowOps>)
+      std::memcpy(field_buffer_, value.fields.data() + field * kYcsbFieldSize, kYcsbFieldSize);
+    else
+      std::memcpy(field_buffer_, &value, sizeof(value));
+  }
+
+  Database& db_;
+  YcsbOptions options_;
+  Table<Key, Value> table_;
+  KeyChooser keys_;
+  Random random_;
+  Tallies tallies_;
+  char field_buffer_[kYcsbFieldSize];
+};
+
+}  // namespace
+
+std::string_view ycsb_kind_name(YcsbKind kind) {
+  switch (kind) {
+    case YcsbKind::kReadOnly:
+      return "ycsb-ro";
+    case YcsbKind::kReadWrite:
+      return "ycsb-rw";
+    case YcsbKind::kScan:
+      return "ycsb-scan";
+  }
+  return "unknown";
+}
+
+YcsbResult run_ycsb(Database& db, const YcsbOptions& options, PhaseLimit warmup,
+                    PhaseLimit measured, const ProgressPrinter& progress) {
+  // 1. Refuse what cannot be a YCSB table.
+  if (options.records == 0) fail("ycsb: --records must be at least 1");
+  if (!options.micro && options.records > (std::uint64_t{1} << 32))
+    fail("ycsb: --records {} exceeds the 4-byte key space (use --micro for 8-byte keys)",
+         options.records);
+  if (options.max_scan_length == 0) fail("ycsb: the maximum scan length must be at least 1");
+
+  // 2. Run on the layout the options select.
+  if (options.micro) return YcsbRunner<MicroOps>(db, options).run(warmup, measured, progress);
+  return YcsbRunner<FullRowOps>(db, options).run(warmup, measured, progress);
+}
+
+}  // namespace tristore

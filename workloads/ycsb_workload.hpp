@@ -1,0 +1,59 @@
+#pragma once
+// The paper's three YCSB workloads (section 5.2) on one table, loaded with bulk_load:
+//   ycsb-ro    point lookups reading one random field (get_part)
+//   ycsb-rw    --update-ratio % updates of one random field (update_part), the rest lookups
+//   ycsb-scan  range scans of uniform length in [1, 100] reading one random field per record
+// The micro mode uses 8-byte keys and values (section 5.5) and whole-value get/update.
+#include <cstdint>
+#include <string_view>
+
+#include "engine/database.hpp"
+#include "workloads/bench_phase.hpp"
+#include "workloads/key_chooser.hpp"
+#include "workloads/ycsb_record.hpp"
+
+namespace tristore {
+
+enum class YcsbKind { kReadOnly, kReadWrite, kScan };
+
+std::string_view ycsb_kind_name(YcsbKind kind);  // "ycsb-ro", "ycsb-rw", "ycsb-scan"
+
+struct YcsbOptions {
+  YcsbKind kind = YcsbKind::kReadOnly;
+  std::uint64_t records = 100'000;
+  KeyDistribution distribution = KeyDistribution::kZipf;
+  double zipf_theta = 1.0;
+  double update_ratio_percent = 50;  // ycsb-rw only
+  std::uint32_t max_scan_length = 100;
+  bool micro = false;
+  double fill_factor = 0.66;
+  std::uint64_t seed = 42;
+};
+
+struct YcsbResult {
+  PhaseResult load;
+  PhaseResult warmup;
+  PhaseResult measured;
+  // Operations of the measured phase by kind; not_found should stay 0 (every key is loaded).
+  std::uint64_t lookups = 0;
+  std::uint64_t updates = 0;
+  std::uint64_t scans = 0;
+  std::uint64_t scanned_records = 0;
+  std::uint64_t not_found = 0;
+  double effective_theta = 0;
+};
+
+// Creates table "usertable", loads it, then runs the warm-up and the measured phase.
+// Throws Error if the engine loses a loaded record.
+YcsbResult run_ycsb(Database& db, const YcsbOptions& options, PhaseLimit warmup,
+                    PhaseLimit measured, const ProgressPrinter& progress);
+
+// Key and value sizes of the table the options select.
+inline std::uint64_t ycsb_key_bytes(const YcsbOptions& options) {
+  return options.micro ? sizeof(YcsbMicroKey) : sizeof(YcsbKey);
+}
+inline std::uint64_t ycsb_value_bytes(const YcsbOptions& options) {
+  return options.micro ? sizeof(YcsbMicroValue) : sizeof(YcsbRow);
+}
+
+}  // namespace tristore

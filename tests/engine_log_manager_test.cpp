@@ -1,0 +1,439 @@
+#include "engine/log_manager.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "nvm/nvm_tier.hpp"
+
+namespace tristore {
+namespace {
+
+constexpr std::uint64_t kAreaOffset = 4096;  // the log area starts after a superblock-like page
+
+struct Expected {
+  Lsn lsn;
+  LogRecordType type;
+  TxnId txn;
+  Lsn prev_lsn;
+  std::vector<std::byte> payload;
+};
+
+std::vector<std::byte> random_payload(std::mt19937_64& rng, std::size_t size) {
+  std::vector<std::byte> bytes(size);
+  for (auto& b : bytes) b = static_cast<std::byte>(rng());
+  return bytes;
+}
+
+std::vector<LogRecord> read_all(LogCursor cursor, std::vector<std::vector<std::byte>>& payloads) {
+  std::vector<LogRecord> records;
+  while (auto record = cursor.next()) {
+    payloads.emplace_back(record->payload.begin(), record->payload.end());
+    records.push_back(*record);
+  }
+  return records;
+}
+
+// Reads the whole log and compares it with the expected records, in order.
+void expect_log_holds(const LogManager& log, const std::deque<Expected>& expected) {
+  std::vector<std::vector<std::byte>> payloads;
+  const auto records = read_all(log.read_from_start(), payloads);
+  ASSERT_EQ(records.size(), expected.size());
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    EXPECT_EQ(records[i].lsn, expected[i].lsn) << "record " << i;
+    EXPECT_EQ(records[i].type, expected[i].type) << "record " << i;
+    EXPECT_EQ(records[i].txn, expected[i].txn) << "record " << i;
+    EXPECT_EQ(records[i].prev_lsn, expected[i].prev_lsn) << "record " << i;
+    EXPECT_EQ(payloads[i], expected[i].payload) << "record " << i;
+  }
+}
+
+class LogManagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = "/dev/shm/tristore-logtest-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".nvm";
+  }
+  void TearDown() override {
+    device_.reset();
+    std::remove(path_.c_str());
+    std::remove((path_ + ".image").c_str());
+  }
+
+  void create_device(std::uint64_t area_bytes, bool crash_simulation = false) {
+    area_bytes_ = area_bytes;
+    NvmDeviceOptions options;
+    options.path = path_;
+    options.size_bytes = kAreaOffset + area_bytes;
+    options.create = true;
+    options.crash_simulation = crash_simulation;
+    device_ = std::make_unique<NvmDevice>(options);
+  }
+  void reopen_device(const std::string& path) {
+    device_.reset();
+    NvmDeviceOptions options;
+    options.path = path;
+    device_ = std::make_unique<NvmDevice>(options);
+  }
+  std::span<std::byte> area() const { return {device_->base() + kAreaOffset, area_bytes_}; }
+
+  Expected append(LogManager& log, std::mt19937_64& rng, std::size_t max_payload) {
+    const auto type = static_cast<LogRecordType>(1 + rng() % kLastLogRecordType);
+    const TxnId txn = rng() % 100;
+    const Lsn prev = rng() % 2 == 0 ? kNoLsn : log.end_lsn() - 8;
+    Expected e{0, type, txn, prev, random_payload(rng, rng() % (max_payload + 1))};
+    e.lsn = log.append(type, txn, prev, {e.payload});
+    return e;
+  }
+
+  std::string path_;
+  std::uint64_t area_bytes_ = 0;
+  std::unique_ptr<NvmDevice> device_;
+};
+
+TEST_F(LogManagerTest, AppendedRecordsReadBackInOrderWithAllTheirFields) {
+  create_device(1 << 20);
+  auto log = LogManager::create(*device_, area());
+  std::mt19937_64 rng(1);
+  std::deque<Expected> expected;
+  for (int i = 0; i < 200; ++i) expected.push_back(append(*log, rng, 1500));
+  for (std::size_t i = 1; i < expected.size(); ++i) EXPECT_GT(expected[i].lsn, expected[i - 1].lsn);
+  expect_log_holds(*log, expected);
+  EXPECT_EQ(log->stats().records, 200u);
+  EXPECT_EQ(device_->counters().log_bytes_written, log->end_lsn() - log->start_lsn());
+}
+
+TEST_F(LogManagerTest, PayloadPartsAreConcatenatedIntoOneRecord) {
+  create_device(64 << 10);
+  auto log = LogManager::create(*device_, area());
+  const RedoPageBytes redo{42, 100, 5};
+  const char bytes[5] = {'a', 'b', 'c', 'd', 'e'};
+  const Lsn lsn = log->append(LogRecordType::kRedoPageBytes, 7, kNoLsn,
+                              {bytes_of(redo), std::as_bytes(std::span(bytes))});
+  auto cursor = log->read_from(lsn);
+  const auto record = cursor.next();
+  ASSERT_TRUE(record);
+  ASSERT_EQ(record->payload.size(), sizeof(redo) + 5);
+  RedoPageBytes read_back;
+  std::memcpy(&read_back, record->payload.data(), sizeof(read_back));
+  EXPECT_EQ(read_back.page_id, 42u);
+  EXPECT_EQ(read_back.offset, 100u);
+  EXPECT_EQ(std::memcmp(record->payload.data() + sizeof(redo), bytes, 5), 0);
+  EXPECT_EQ(record->next_lsn, lsn + log_record_size(sizeof(redo) + 5));
+  EXPECT_FALSE(cursor.next());
+}
+
+TEST_F(LogManagerTest, ReadFromAMiddleRecordStartsThereAndANonRecordLsnIsAnError) {
+  create_device(64 << 10);
+  auto log = LogManager::create(*device_, area());
+  std::mt19937_64 rng(2);
+  std::deque<Expected> expected;
+  for (int i = 0; i < 10; ++i) expected.push_back(append(*log, rng, 100));
+  auto cursor = log->read_from(expected[4].lsn);
+  for (int i = 4; i < 10; ++i) {
+    auto record = cursor.next();
+    ASSERT_TRUE(record);
+    EXPECT_EQ(record->lsn, expected[i].lsn);
+  }
+  EXPECT_FALSE(cursor.next());
+  EXPECT_EQ(cursor.position(), log->end_lsn());
+  EXPECT_THROW(log->read_from(expected[4].lsn + 8).next(), Error);
+  EXPECT_THROW(log->read_from(log->end_lsn() + 8), Error);
+}
+
+TEST_F(LogManagerTest, RecordsWrapAroundTheAreaManyTimesWithTruncation) {
+  create_device(kLogMinAreaBytes);  // 3840 bytes of records
+  auto log = LogManager::create(*device_, area());
+  std::mt19937_64 rng(3);
+  std::deque<Expected> expected;
+  while (log->end_lsn() < 20 * log->capacity()) {
+    const std::size_t payload = rng() % 400;
+    while (log->free_bytes() < log_record_size(payload)) {
+      expected.pop_front();
+      log->truncate_before(expected.empty() ? log->end_lsn() : expected.front().lsn);
+    }
+    Expected e{0, LogRecordType::kUndoLogical, rng() % 9, kNoLsn, random_payload(rng, payload)};
+    e.lsn = log->append(e.type, e.txn, e.prev_lsn, {e.payload});
+    expected.push_back(std::move(e));
+    if (rng() % 4 == 0) log->persist_up_to(log->end_lsn());
+    if (rng() % 16 == 0) {
+      ASSERT_NO_FATAL_FAILURE(expect_log_holds(*log, expected));
+    }
+  }
+  expect_log_holds(*log, expected);
+  log->persist_up_to(log->end_lsn());
+  log.reset();
+  log = LogManager::open(*device_, area());
+  expect_log_holds(*log, expected);
+}
+
+TEST_F(LogManagerTest, OnFullCallbackRunsAndItsCheckpointMakesRoom) {
+  create_device(16 << 10);
+  auto log = LogManager::create(*device_, area());
+  int calls = 0;
+  log->set_on_full([&] {
+    ++calls;
+    const Lsn begin = log->append(LogRecordType::kCheckpointBegin, 0, kNoLsn);
+    log->set_checkpoint(begin);
+    log->truncate_before(begin);
+  });
+  std::mt19937_64 rng(4);
+  const std::vector<std::byte> payload = random_payload(rng, 1000);
+  Lsn last = kNoLsn;
+  for (int i = 0; i < 100; ++i)
+    last = log->append(LogRecordType::kFullPageImage, 1, last, {payload});
+  EXPECT_GE(calls, 100 * 1048 / (16 << 10));
+  auto cursor = log->read_from_checkpoint();
+  auto first = cursor.next();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->type, LogRecordType::kCheckpointBegin);
+  EXPECT_EQ(first->lsn, log->start_lsn());
+}
+
+TEST_F(LogManagerTest, FullLogThrowsWithoutCallbackOrWhenTheCallbackFreesNothing) {
+  create_device(kLogMinAreaBytes);
+  auto log = LogManager::create(*device_, area());
+  const std::vector<std::byte> payload(500);
+  EXPECT_THROW(
+      {
+        for (int i = 0; i < 100; ++i)
+          log->append(LogRecordType::kUndoLogical, 1, kNoLsn, {payload});
+      },
+      Error);
+  int calls = 0;
+  log->set_on_full([&] { ++calls; });
+  EXPECT_THROW(log->append(LogRecordType::kUndoLogical, 1, kNoLsn, {payload}), Error);
+  EXPECT_EQ(calls, 1);
+  const std::vector<std::byte> huge(log->capacity());
+  EXPECT_THROW(log->append(LogRecordType::kUndoLogical, 1, kNoLsn, {huge}), Error);
+  EXPECT_EQ(calls, 1) << "a record larger than the log must not trigger a checkpoint";
+}
+
+TEST_F(LogManagerTest, CheckpointRecordsMayUseTheReserveOrdinaryRecordsMayNot) {
+  create_device(kLogMinAreaBytes);
+  auto log = LogManager::create(*device_, area());
+  while (log->free_bytes() >= log_record_size(0)) log->append(LogRecordType::kCommit, 1, kNoLsn);
+  EXPECT_THROW(log->append(LogRecordType::kCommit, 1, kNoLsn), Error);
+  EXPECT_NO_THROW(log->append(LogRecordType::kCheckpointBegin, 0, kNoLsn));
+}
+
+TEST_F(LogManagerTest, CommitFencesAndPersistUpToSharesOneFenceAmongManyRecords) {
+  create_device(64 << 10);
+  auto log = LogManager::create(*device_, area());
+  std::vector<Lsn> commits;
+  for (int txn = 0; txn < 10; ++txn) commits.push_back(log->append(LogRecordType::kCommit, txn, 0));
+  EXPECT_LT(log->persisted_lsn(), log->end_lsn());
+  log->persist_up_to(commits.front());
+  EXPECT_EQ(log->persisted_lsn(), log->end_lsn());
+  for (const Lsn lsn : commits) log->persist_up_to(lsn);
+  EXPECT_EQ(log->stats().fences, 1u);
+  log->commit(11, kNoLsn);
+  EXPECT_EQ(log->stats().fences, 2u);
+  EXPECT_EQ(log->persisted_lsn(), log->end_lsn());
+}
+
+TEST_F(LogManagerTest, ReopenAfterCleanCloseFindsEveryRecordAndAppendsAfterThem) {
+  create_device(64 << 10);
+  std::mt19937_64 rng(5);
+  std::deque<Expected> expected;
+  {
+    auto log = LogManager::create(*device_, area());
+    for (int i = 0; i < 20; ++i) expected.push_back(append(*log, rng, 300));
+    log->set_checkpoint(expected[5].lsn);
+    log->truncate_before(expected[3].lsn);
+    expected.erase(expected.begin(), expected.begin() + 3);
+  }
+  reopen_device(path_);
+  {
+    auto log = LogManager::open(*device_, area());
+    EXPECT_EQ(log->checkpoint_lsn(), expected[2].lsn);
+    EXPECT_EQ(log->start_lsn(), expected[0].lsn);
+    EXPECT_EQ(log->epoch(), 2u);
+    expect_log_holds(*log, expected);
+    for (int i = 0; i < 5; ++i) expected.push_back(append(*log, rng, 300));
+  }
+  reopen_device(path_);
+  auto log = LogManager::open(*device_, area());
+  expect_log_holds(*log, expected);
+}
+
+TEST_F(LogManagerTest, ReopenFromTheDurableImageFindsExactlyThePersistedRecords) {
+  create_device(64 << 10, /*crash_simulation=*/true);
+  std::mt19937_64 rng(6);
+  std::deque<Expected> expected;
+  auto log = LogManager::create(*device_, area());
+  for (int i = 0; i < 30; ++i) expected.push_back(append(*log, rng, 300));
+  log->persist_up_to(log->end_lsn());
+  for (int i = 0; i < 10; ++i) append(*log, rng, 300);  // flushed, never fenced
+  const auto& durable = device_->crash_simulator()->durable_image();
+  {
+    std::ofstream out(path_ + ".image", std::ios::binary);
+    out.write(reinterpret_cast<const char*>(durable.data()),
+              static_cast<std::streamsize>(durable.size()));
+  }
+  log.reset();
+  reopen_device(path_ + ".image");
+  log = LogManager::open(*device_, area());
+  expect_log_holds(*log, expected);
+}
+
+TEST_F(LogManagerTest, TornTailEndsTheLogAndNewRecordsFollowIt) {
+  create_device(64 << 10);
+  std::mt19937_64 rng(7);
+  std::deque<Expected> expected;
+  {
+    auto log = LogManager::create(*device_, area());
+    for (int i = 0; i < 5; ++i) expected.push_back(append(*log, rng, 300));
+    log->persist_up_to(log->end_lsn());
+    const Expected torn = append(*log, rng, 300);  // never persisted, then torn
+    area()[kLogRecordAreaOffset + torn.lsn + sizeof(LogRecordHeader) - 1] ^= std::byte{1};
+  }
+  {
+    auto log = LogManager::open(*device_, area());
+    expect_log_holds(*log, expected);
+    expected.push_back(append(*log, rng, 300));
+  }
+  auto log = LogManager::open(*device_, area());
+  expect_log_holds(*log, expected);
+}
+
+TEST_F(LogManagerTest, StaleRecordOfAnEarlierEpochRightAfterTheEndIsNotRead) {
+  // A torn record is rewritten after reopen by one of the same size: the intact record that
+  // followed the torn one now starts exactly at the new end and must not join the log.
+  create_device(64 << 10);
+  std::deque<Expected> expected;
+  const std::vector<std::byte> payload(200, std::byte{7});
+  {
+    auto log = LogManager::create(*device_, area());
+    expected.push_back({log->append(LogRecordType::kUndoLogical, 1, kNoLsn, {payload}),
+                        LogRecordType::kUndoLogical, 1, kNoLsn, payload});
+    log->persist_up_to(log->end_lsn());
+    const Lsn torn = log->append(LogRecordType::kUndoLogical, 2, kNoLsn, {payload});
+    log->append(LogRecordType::kCommit, 2, torn);  // intact, after the torn one
+    area()[kLogRecordAreaOffset + torn + sizeof(LogRecordHeader)] ^= std::byte{1};
+  }
+  {
+    auto log = LogManager::open(*device_, area());
+    expect_log_holds(*log, expected);
+    expected.push_back({log->append(LogRecordType::kUndoLogical, 3, kNoLsn, {payload}),
+                        LogRecordType::kUndoLogical, 3, kNoLsn, payload});
+  }
+  auto log = LogManager::open(*device_, area());
+  expect_log_holds(*log, expected);
+}
+
+TEST_F(LogManagerTest, CorruptRecordInTheMiddleIsAnErrorNotTheEndOfTheLog) {
+  create_device(64 << 10);
+  std::mt19937_64 rng(8);
+  std::deque<Expected> expected;
+  {
+    auto log = LogManager::create(*device_, area());
+    for (int i = 0; i < 5; ++i) expected.push_back(append(*log, rng, 300));
+    log->persist_up_to(log->end_lsn());
+    for (int i = 0; i < 5; ++i) expected.push_back(append(*log, rng, 300));
+    log->persist_up_to(log->end_lsn());
+    area()[kLogRecordAreaOffset + expected[2].lsn + sizeof(LogRecordHeader) - 2] ^= std::byte{4};
+    std::vector<std::vector<std::byte>> payloads;
+    EXPECT_THROW(read_all(log->read_from_start(), payloads), Error);
+  }
+  EXPECT_THROW(LogManager::open(*device_, area()), Error);
+}
+
+TEST_F(LogManagerTest, CorruptHeaderIsAnErrorButOneGoodCopySuffices) {
+  create_device(64 << 10);
+  std::deque<Expected> expected;
+  std::mt19937_64 rng(9);
+  {
+    auto log = LogManager::create(*device_, area());
+    for (int i = 0; i < 3; ++i) expected.push_back(append(*log, rng, 100));
+    log->set_checkpoint(expected[1].lsn);  // a second header generation
+  }
+  auto* headers = reinterpret_cast<LogHeader*>(area().data());
+  const std::uint64_t current = headers[0].generation > headers[1].generation ? 0 : 1;
+  headers[current].start_lsn += 8;  // checksum no longer matches
+  {
+    auto log = LogManager::open(*device_, area());  // falls back to the other copy
+    expect_log_holds(*log, expected);
+  }
+  headers[0].checkpoint_lsn ^= 1;
+  headers[1].checkpoint_lsn ^= 1;
+  try {
+    LogManager::open(*device_, area());
+    FAIL() << "a log with two corrupt header copies opened";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("corrupt"), std::string::npos) << e.what();
+  }
+  std::memset(area().data(), 0, kLogRecordAreaOffset);
+  try {
+    LogManager::open(*device_, area());
+    FAIL() << "an area without a log opened";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad magic"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(LogManagerTest, AreaOfAnotherSizeOrTooSmallIsAnError) {
+  create_device(64 << 10);
+  { LogManager::create(*device_, area()); }
+  EXPECT_THROW(LogManager::open(*device_, area().first(32 << 10)), Error);
+  EXPECT_THROW(LogManager::create(*device_, area().first(1024)), Error);
+}
+
+TEST_F(LogManagerTest, RecreatedLogDoesNotReadRecordsOfTheOldOne) {
+  create_device(64 << 10);
+  std::mt19937_64 rng(10);
+  {
+    auto log = LogManager::create(*device_, area());
+    for (int i = 0; i < 10; ++i) append(*log, rng, 100);
+    log->persist_up_to(log->end_lsn());
+  }
+  { LogManager::create(*device_, area()); }
+  auto log = LogManager::open(*device_, area());
+  expect_log_holds(*log, {});
+}
+
+TEST_F(LogManagerTest, TruncateAndCheckpointRejectLsnsThatAreNoRecordStart) {
+  create_device(64 << 10);
+  auto log = LogManager::create(*device_, area());
+  const Lsn first = log->append(LogRecordType::kCommit, 1, kNoLsn);
+  log->append(LogRecordType::kCommit, 2, kNoLsn);
+  EXPECT_THROW(log->truncate_before(first + 8), Error);
+  EXPECT_THROW(log->truncate_before(log->end_lsn() + 8), Error);
+  EXPECT_THROW(log->set_checkpoint(first + 8), Error);
+  EXPECT_THROW(log->set_checkpoint(log->end_lsn()), Error);
+  EXPECT_EQ(log->start_lsn(), first);
+}
+
+TEST_F(LogManagerTest, LogLivesInTheNvmTierLogArea) {
+  NvmTierOptions options;
+  options.device.path = path_;
+  options.device.size_bytes = 8 << 20;
+  options.device.create = true;
+  options.log_bytes = 1 << 20;
+  std::deque<Expected> expected;
+  std::mt19937_64 rng(11);
+  {
+    auto tier = NvmTier::create(options);
+    auto log = LogManager::create(tier->device(), tier->log_area());
+    for (int i = 0; i < 10; ++i) expected.push_back(append(*log, rng, 1000));
+    log->commit(1, expected.back().lsn);
+  }
+  options.device.create = false;
+  options.device.size_bytes = 0;
+  auto tier = NvmTier::open(options);
+  auto log = LogManager::open(tier->device(), tier->log_area());
+  std::vector<std::vector<std::byte>> payloads;
+  EXPECT_EQ(read_all(log->read_from_start(), payloads).size(), 11u);
+}
+
+}  // namespace
+}  // namespace tristore

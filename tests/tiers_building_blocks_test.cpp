@@ -1,0 +1,167 @@
+// The buffer manager's building blocks: line masks, the page-id hash map, the admission set,
+// the frame pool's budget.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <random>
+#include <unordered_map>
+
+#include "common/error.hpp"
+#include "tiers/admission_set.hpp"
+#include "tiers/frame_pool.hpp"
+#include "tiers/line_mask.hpp"
+#include "tiers/page_id_map.hpp"
+
+namespace tristore {
+namespace {
+
+std::uint64_t test_seed() {
+  const char* env = std::getenv("TRISTORE_SEED");
+  return env != nullptr ? std::strtoull(env, nullptr, 10) : std::random_device{}();
+}
+
+TEST(TiersLineMask, RangesAcrossWordBoundaries) {
+  LineMask mask;
+  EXPECT_TRUE(mask.none());
+  mask.set(60, 70);
+  EXPECT_TRUE(mask.all(60, 70));
+  EXPECT_FALSE(mask.all(59, 70));
+  EXPECT_FALSE(mask.all(60, 71));
+  EXPECT_TRUE(mask.test(64));
+  EXPECT_FALSE(mask.test(71));
+  EXPECT_EQ(mask.count(), 11u);
+  EXPECT_EQ(mask.count_clear(50, 80), 20u);
+  EXPECT_EQ(mask.next_set(0), 60u);
+  EXPECT_EQ(mask.next_clear(60), 71u);
+  mask.set(255);
+  EXPECT_EQ(mask.next_set(71), 255u);
+  EXPECT_EQ(mask.next_clear(255), kLinesPerPage);
+  std::vector<std::pair<std::size_t, std::size_t>> runs;
+  mask.for_each_run([&](std::size_t first, std::size_t count) { runs.emplace_back(first, count); });
+  EXPECT_EQ(runs, (std::vector<std::pair<std::size_t, std::size_t>>{{60, 11}, {255, 1}}));
+  mask.set(0, 255);
+  EXPECT_TRUE(mask.full());
+}
+
+TEST(TiersLineMask, MatchesABoolArrayOnRandomRanges) {
+  const std::uint64_t seed = test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed) + " (replay with TRISTORE_SEED)");
+  std::mt19937_64 random(seed);
+  LineMask mask;
+  std::array<bool, kLinesPerPage> model{};
+  for (int step = 0; step < 2000; ++step) {
+    std::size_t a = random() % kLinesPerPage, b = random() % kLinesPerPage;
+    if (a > b) std::swap(a, b);
+    if (random() % 4 == 0) {
+      mask.set(a, b);
+      for (std::size_t i = a; i <= b; ++i) model[i] = true;
+    }
+    bool all = true;
+    std::size_t clear = 0;
+    for (std::size_t i = a; i <= b; ++i) {
+      all = all && model[i];
+      clear += model[i] ? 0 : 1;
+    }
+    ASSERT_EQ(mask.all(a, b), all);
+    ASSERT_EQ(mask.count_clear(a, b), clear);
+  }
+}
+
+TEST(TiersPageIdMap, MatchesUnorderedMapUnderRandomInsertEraseAndGrowth) {
+  const std::uint64_t seed = test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed) + " (replay with TRISTORE_SEED)");
+  std::mt19937_64 random(seed);
+  PageIdMap<std::uint64_t> map;
+  std::unordered_map<PageId, std::uint64_t> model;
+  for (int step = 0; step < 50000; ++step) {
+    const PageId key = random() % 3000;
+    switch (random() % 3) {
+      case 0:
+        map.insert_or_assign(key, step);
+        model[key] = static_cast<std::uint64_t>(step);
+        break;
+      case 1:
+        ASSERT_EQ(map.erase(key), model.erase(key) == 1);
+        break;
+      default: {
+        const std::uint64_t* found = map.find(key);
+        const auto it = model.find(key);
+        ASSERT_EQ(found != nullptr, it != model.end()) << "key " << key;
+        if (found != nullptr) {
+          ASSERT_EQ(*found, it->second);
+        }
+      }
+    }
+    ASSERT_EQ(map.size(), model.size());
+  }
+  std::size_t visited = 0;
+  map.for_each([&](PageId key, std::uint64_t value) {
+    ++visited;
+    EXPECT_EQ(model.at(key), value);
+  });
+  EXPECT_EQ(visited, model.size());
+}
+
+TEST(TiersAdmissionSet, AdmitsOnlyRecentlyDeniedPagesAndForgetsTheOldest) {
+  AdmissionSet set(3);
+  EXPECT_FALSE(set.take(1));  // first eviction: denied
+  set.insert(1);
+  set.insert(2);
+  set.insert(3);
+  EXPECT_TRUE(set.take(2));  // second eviction soon after: admitted, and it leaves the set
+  EXPECT_FALSE(set.contains(2));
+  set.insert(4);
+  set.insert(5);  // full (1, 3, 4): 1 is the oldest and goes
+  EXPECT_FALSE(set.contains(1));
+  EXPECT_TRUE(set.contains(3));
+  EXPECT_TRUE(set.contains(4));
+  EXPECT_TRUE(set.contains(5));
+  EXPECT_EQ(set.size(), 3u);
+  set.insert(5);  // already there: no duplicate, no eviction
+  EXPECT_TRUE(set.contains(3));
+  EXPECT_EQ(set.size(), 3u);
+}
+
+TEST(TiersAdmissionSet, ZeroCapacityRemembersNothing) {
+  AdmissionSet set(0);
+  set.insert(7);
+  EXPECT_FALSE(set.take(7));
+}
+
+TEST(TiersFramePool, NeverExceedsTheBudgetWithFullFramesAndMiniPages) {
+  const std::uint64_t budget = 6 * FramePool::kSlabBytes + 1000;
+  FramePool pool(budget);
+  EXPECT_EQ(pool.slab_count(), 6u);
+  std::vector<FrameHeader*> frames;
+  for (int i = 0; i < 3; ++i) frames.push_back(&pool.try_allocate_full()->header);
+  for (int i = 0; i < 3 * 15; ++i) {
+    MiniPage* mini = pool.try_allocate_mini();
+    ASSERT_NE(mini, nullptr) << i;
+    EXPECT_TRUE(mini->header.is_mini());
+    frames.push_back(&mini->header);
+  }
+  EXPECT_EQ(pool.try_allocate_mini(), nullptr);
+  EXPECT_EQ(pool.try_allocate_full(), nullptr);
+  EXPECT_LE(pool.bytes_in_use(), budget);
+  // A freed mini slot is reused for a mini page but cannot hold a full frame.
+  pool.release(frames.back());
+  frames.pop_back();
+  EXPECT_EQ(pool.try_allocate_full(), nullptr);
+  MiniPage* again = pool.try_allocate_mini();
+  ASSERT_NE(again, nullptr);
+  frames.push_back(&again->header);
+  // Freeing a whole mini slab makes room for a full frame.
+  for (int i = 0; i < 15; ++i) {
+    pool.release(frames.back());
+    frames.pop_back();
+  }
+  EXPECT_NE(pool.try_allocate_full(), nullptr);
+}
+
+TEST(TiersFramePool, RefusesABudgetBelowAFewFrames) {
+  EXPECT_THROW(FramePool(3 * FramePool::kSlabBytes), Error);
+  EXPECT_THROW(FramePool(0), Error);
+}
+
+}  // namespace
+}  // namespace tristore

@@ -1,0 +1,78 @@
+#pragma once
+// Tiny NVM and SSD files for buffer-manager tests: NVM under /dev/shm, SSD in a mkdtemp
+// directory under /tmp, both removed on destruction. reopen() closes and opens them again.
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "nvm/nvm_layout.hpp"
+#include "nvm/nvm_tier.hpp"
+#include "ssd/ssd_page_file.hpp"
+
+namespace tristore::testing {
+
+class TestTiers {
+ public:
+  static constexpr std::uint64_t kLogBytes = 4096;
+
+  TestTiers(const std::string& tag, std::uint64_t nvm_slots, std::uint64_t ssd_pages) {
+    static int serial = 0;
+    const std::string unique =
+        tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(serial++);
+    if (nvm_slots > 0) nvm_path_ = "/dev/shm/tristore-test-" + unique + ".nvm";
+    if (ssd_pages > 0) {
+      std::string pattern = "/tmp/tristore-test-" + unique + "-XXXXXX";
+      dir_ = mkdtemp(pattern.data());
+      ssd_path_ = dir_ + "/pages.ssd";
+    }
+    nvm_slots_ = nvm_slots;
+    ssd_pages_ = ssd_pages;
+    open(true);
+  }
+  ~TestTiers() {
+    nvm.reset();
+    ssd.reset();
+    if (!nvm_path_.empty()) std::filesystem::remove(nvm_path_);
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+
+  void reopen() {
+    nvm.reset();
+    ssd.reset();
+    open(false);
+  }
+  NvmTierOptions nvm_options(bool create) const {
+    NvmTierOptions options;
+    options.device.path = nvm_path_;
+    options.device.size_bytes = create ? NvmLayout::compute(nvm_slots_, kLogBytes).end : 0;
+    options.device.create = create;
+    options.log_bytes = kLogBytes;
+    return options;
+  }
+
+  std::unique_ptr<NvmTier> nvm;
+  std::unique_ptr<SsdPageFile> ssd;
+
+ private:
+  void open(bool create) {
+    if (nvm_slots_ > 0)
+      nvm = create ? NvmTier::create(nvm_options(true)) : NvmTier::open(nvm_options(false));
+    if (ssd_pages_ > 0) {
+      SsdOptions options;
+      options.path = ssd_path_;
+      options.create = create;
+      // Superblock page, two bitmap copies, then the pages.
+      options.size_bytes = create ? (ssd_pages_ + 3) * kPageSize : 0;
+      ssd = create ? SsdPageFile::create(options) : SsdPageFile::open(options);
+    }
+  }
+
+  std::string nvm_path_, dir_, ssd_path_;
+  std::uint64_t nvm_slots_ = 0, ssd_pages_ = 0;
+};
+
+}  // namespace tristore::testing

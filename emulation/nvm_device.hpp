@@ -8,8 +8,10 @@
 // Emulation on top: injected read/write latency per cache line (TSC busy-wait) for lines that
 // miss a simulated LLC, a crash simulator (durable image beside the working one), per-line
 // wear counters, NUMA placement. With latency 0 the charge calls only count lines.
+// Counters, LLC and wear are plain (not atomic): one writer per device, like every tier.
 #include <libpmem.h>
 
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -118,6 +120,7 @@ class NvmDevice {
     std::uint64_t count;
   };
   LineRange line_range(const std::byte* nvm, std::size_t length) const {
+    assert(contains(nvm) && contains(nvm + length - 1));
     const auto offset = static_cast<std::uint64_t>(nvm - base_);
     const std::uint64_t first = offset / kCacheLineSize;
     return {first, (offset + length - 1) / kCacheLineSize - first + 1};

@@ -1,0 +1,663 @@
+#pragma once
+// A B+-tree of fixed-size keys and values on 16 KiB pages, written once against the PageAccess
+// interface and instantiated for every architecture (DESIGN.md section 4).
+//
+// Access patterns (what the storage layer sees):
+//  - lookups and point updates ask for single keys during the binary search, then for the few
+//    bytes of one value: a lookup touches about log2(entries) cache lines of a leaf;
+//  - inserts and deletes of single entries ask for the shifted part of the arrays only;
+//  - splits, merges and scans ask for whole pages.
+// At most three guards are held at once (parent, node, sibling), except bulk loading and the
+// validation walk, which hold one root-to-leaf path.
+//
+// Underflow policy: a node with fewer than a quarter of its capacity is merged with a neighbour
+// (the right one, else the left one) when the merged node is at most three quarters full, or,
+// for an empty node, when the merged node fits. Otherwise it stays underfull (no borrowing):
+// when both neighbours are nearly full, even an empty leaf may remain until they shrink. Leaves are
+// checked after the delete that shrinks them, inner nodes when a delete descends through them. A
+// root with a single child absorbs that child, so the height shrinks again.
+#include <algorithm>
+#include <cassert>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "btree/node_layout.hpp"
+#include "btree/page_access.hpp"
+#include "common/error.hpp"
+
+namespace tristore {
+
+struct BTreeStats {
+  std::uint32_t height = 0;  // 1: the root is a leaf
+  std::uint64_t inner_nodes = 0;
+  std::uint64_t leaves = 0;
+  std::uint64_t entries = 0;
+  std::uint32_t min_leaf_entries = 0;
+  std::uint32_t max_leaf_entries = 0;
+};
+
+template <typename K, typename V, PageAccess Access>
+requires std::is_trivially_copyable_v<K> && std::is_trivially_copyable_v<V> &&
+    std::totally_ordered<K>
+class BTree {
+  using Guard = typename Access::Guard;
+  using Leaf = LeafLayout<K, V>;
+  using Inner = InnerLayout<K>;
+  static_assert(std::movable<Guard>, "the B-tree moves guards down the path");
+
+ public:
+  static constexpr std::uint32_t kLeafCapacity = Leaf::kCapacity;
+  static constexpr std::uint32_t kInnerCapacity = Inner::kCapacity;
+  static constexpr std::uint32_t kLeafUnderfull = kLeafCapacity / 4;
+  static constexpr std::uint32_t kInnerUnderfull = kInnerCapacity / 4;
+  static constexpr std::uint32_t kLeafMergeLimit = kLeafCapacity * 3 / 4;
+  static constexpr std::uint32_t kInnerMergeLimit = kInnerCapacity * 3 / 4;
+
+  // A new, empty tree: one leaf. Store the returned swip at a stable DRAM address.
+  static Swip create(Access& access) {
+    Guard root = access.allocate_page();
+    write_header(root, NodeHeader{.count = 0, .is_leaf = 1, .reserved = {}});
+    return access.swip_of(root);
+  }
+
+  // `root` must outlive the tree object and stay at its address (it is the root's owning swip).
+  BTree(Access& access, Swip& root) : access_(access), root_(root) {}
+
+  bool lookup(const K& key, V& out) { return lookup_part(key, 0, sizeof(V), &out); }
+
+  // Copies value bytes [offset, offset + length) of `key` to `out`.
+  bool lookup_part(const K& key, std::uint32_t offset, std::uint32_t length, void* out) {
+    assert(offset + length <= sizeof(V));
+    std::uint32_t count;
+    Guard leaf = find_leaf(key, count);
+    std::uint32_t i = lower_bound(leaf, count, key);
+    if (i == count || key < key_at(leaf, i)) return false;
+    std::memcpy(out, leaf.read(Leaf::value_offset(i) + offset, length), length);
+    return true;
+  }
+
+  bool update(const K& key, const V& value) { return update_part(key, 0, sizeof(V), &value); }
+
+  // Overwrites value bytes [offset, offset + length) of `key`; only they become dirty.
+  bool update_part(const K& key, std::uint32_t offset, std::uint32_t length, const void* bytes) {
+    assert(offset + length <= sizeof(V));
+    std::uint32_t count;
+    Guard leaf = find_leaf(key, count);
+    std::uint32_t i = lower_bound(leaf, count, key);
+    if (i == count || key < key_at(leaf, i)) return false;
+    std::memcpy(leaf.write(Leaf::value_offset(i) + offset, length), bytes, length);
+    return true;
+  }
+
+  // Returns false (and changes nothing) when the key exists.
+  bool insert(const K& key, const V& value) {
+    {
+      std::uint32_t count;
+      Guard leaf = find_leaf(key, count);
+      std::uint32_t i = lower_bound(leaf, count, key);
+      if (i < count && !(key < key_at(leaf, i))) return false;
+      if (count < kLeafCapacity) {
+        insert_into_leaf(leaf, count, i, key, value);
+        return true;
+      }
+    }
+    return insert_with_splits(key, value);
+  }
+
+  bool remove(const K& key) {
+    collapse_root();
+    bool found = remove_with_merges(key);
+    if (found) collapse_root();
+    return found;
+  }
+
+  // Calls visit(key, value) for entries with key >= from in ascending order, at most `limit`
+  // of them, until visit returns false; returns the number visited. Each leaf is copied out
+  // before its entries are visited, so `visit` may use the tree.
+  template <typename Visit>
+  std::size_t scan(const K& from, std::size_t limit, Visit&& visit) {
+    std::size_t visited = 0;
+    std::vector<std::byte> batch;
+    K next = from;
+    while (visited < limit) {
+      std::optional<K> fence;  // the smallest key above this leaf's range
+      std::size_t n = copy_leaf_from(next, limit - visited, batch, fence);
+      for (std::size_t e = 0; e < n; ++e) {
+        K k;
+        V v;
+        std::memcpy(&k, batch.data() + e * (sizeof(K) + sizeof(V)), sizeof(K));
+        std::memcpy(&v, batch.data() + e * (sizeof(K) + sizeof(V)) + sizeof(K), sizeof(V));
+        ++visited;
+        if (!visit(static_cast<const K&>(k), static_cast<const V&>(v))) return visited;
+      }
+      if (!fence) break;
+      next = *fence;
+    }
+    return visited;
+  }
+
+  // Fills the empty tree with `count` entries; generate(i, key, value) gives the i-th, in
+  // strictly ascending key order, called once per i in order. Nodes are filled to
+  // `fill_factor` of their capacity. On an Error (keys out of order) the tree keeps the
+  // entries before the offending one.
+  template <typename Generate>
+  void bulk_load(std::size_t count, Generate&& generate, double fill_factor) {
+    if (!(fill_factor > 0.0 && fill_factor <= 1.0))
+      fail("bulk_load: fill factor {} is outside (0, 1]", fill_factor);
+    Guard root = access_.fix(root_, nullptr);
+    NodeHeader h = header(root);
+    if (!h.is_leaf || h.count != 0) fail("bulk_load: the table is not empty");
+    if (count == 0) return;
+    BulkLoad<Generate> load{.generate = generate,
+                            .count = count,
+                            .per_leaf = std::max<std::size_t>(1, kLeafCapacity * fill_factor),
+                            .fanout = std::max<std::size_t>(2, (kInnerCapacity + 1) * fill_factor),
+                            .leaves = 0,
+                            .next = 0,
+                            .previous = std::nullopt};
+    load.leaves = (count + load.per_leaf - 1) / load.per_leaf;
+    std::uint32_t height = 0;
+    for (std::size_t span = 1; span < load.leaves; span *= load.fanout) ++height;
+    build_subtree(load, root, height, 0, load.leaves);
+  }
+
+  // Walks the whole tree (whole pages, one path of guards at a time).
+  BTreeStats stats() {
+    BTreeStats s;
+    s.min_leaf_entries = UINT32_MAX;
+    Guard root = access_.fix(root_, nullptr);
+    collect_stats(root, 1, s);
+    if (s.leaves == 0) s.min_leaf_entries = 0;
+    return s;
+  }
+
+  // Checks order, separator bounds, node counts and equal leaf depth; returns the first
+  // violation found, or an empty string.
+  std::string validate() {
+    Guard root = access_.fix(root_, nullptr);
+    std::optional<std::uint32_t> leaf_depth;
+    return validate_node(root, 1, std::nullopt, std::nullopt, leaf_depth);
+  }
+
+ private:
+  static constexpr std::uint32_t kKeysPerLine =
+      std::max<std::uint32_t>(1, kCacheLineSize / sizeof(K));
+
+  template <typename T>
+  static T load(const std::byte* p) {
+    T value;
+    std::memcpy(&value, p, sizeof(T));
+    return value;
+  }
+  static NodeHeader header(Guard& g) {
+    return load<NodeHeader>(g.read(kNodeHeaderOffset, sizeof(NodeHeader)));
+  }
+  static void write_header(Guard& g, const NodeHeader& h) {
+    std::memcpy(g.write(kNodeHeaderOffset, sizeof(NodeHeader)), &h, sizeof(NodeHeader));
+  }
+  static void set_count(Guard& g, std::uint32_t count) {
+    auto c = static_cast<std::uint16_t>(count);
+    std::memcpy(g.write(kNodeHeaderOffset + offsetof(NodeHeader, count), sizeof(c)), &c, sizeof(c));
+  }
+  static bool is_full(const NodeHeader& h) {
+    return h.count >= (h.is_leaf ? kLeafCapacity : kInnerCapacity);
+  }
+  static K key_at(Guard& g, std::uint32_t i) {
+    return load<K>(g.read(Leaf::key_offset(i), sizeof(K)));
+  }
+  // The swip lives in the page: fix may swizzle it in place (that does not dirty the page).
+  static Swip& swip_at(Guard& g, std::uint32_t i) {
+    return *as_swips(const_cast<std::byte*>(g.read(Inner::swip_offset(i), sizeof(Swip))));
+  }
+  static Swip* as_swips(std::byte* p) { return reinterpret_cast<Swip*>(p); }
+
+  // First i with keys[i] >= key. Probes one key per call until the range fits in a line.
+  static std::uint32_t lower_bound(Guard& g, std::uint32_t count, const K& key) {
+    std::uint32_t lo = 0, hi = count;
+    while (hi - lo > kKeysPerLine) {
+      std::uint32_t mid = lo + (hi - lo) / 2;
+      if (key_at(g, mid) < key)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    if (lo == hi) return lo;
+    const std::byte* p = g.read(Leaf::key_offset(lo), (hi - lo) * sizeof(K));
+    for (; lo < hi; ++lo, p += sizeof(K))
+      if (!(load<K>(p) < key)) break;
+    return lo;
+  }
+  // First i with keys[i] > key: the child that holds `key`.
+  static std::uint32_t upper_bound(Guard& g, std::uint32_t count, const K& key) {
+    std::uint32_t lo = 0, hi = count;
+    while (hi - lo > kKeysPerLine) {
+      std::uint32_t mid = lo + (hi - lo) / 2;
+      if (key < key_at(g, mid))
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    if (lo == hi) return lo;
+    const std::byte* p = g.read(Inner::key_offset(lo), (hi - lo) * sizeof(K));
+    for (; lo < hi; ++lo, p += sizeof(K))
+      if (key < load<K>(p)) break;
+    return lo;
+  }
+
+  Guard find_leaf(const K& key, std::uint32_t& count) {
+    Guard node = access_.fix(root_, nullptr);
+    for (;;) {
+      NodeHeader h = header(node);
+      if (h.is_leaf) {
+        count = h.count;
+        return node;
+      }
+      Guard child = access_.fix(swip_at(node, upper_bound(node, h.count, key)), &node);
+      node = std::move(child);
+    }
+  }
+
+  static void insert_into_leaf(Guard& leaf, std::uint32_t count, std::uint32_t i, const K& key,
+                               const V& value) {
+    std::byte* keys = leaf.write(Leaf::key_offset(i), (count - i + 1) * sizeof(K));
+    std::memmove(keys + sizeof(K), keys, (count - i) * sizeof(K));
+    std::memcpy(keys, &key, sizeof(K));
+    std::byte* values = leaf.write(Leaf::value_offset(i), (count - i + 1) * sizeof(V));
+    std::memmove(values + sizeof(V), values, (count - i) * sizeof(V));
+    std::memcpy(values, &value, sizeof(V));
+    set_count(leaf, count + 1);
+  }
+
+  static void erase_from_leaf(Guard& leaf, std::uint32_t count, std::uint32_t i) {
+    std::byte* keys = leaf.write(Leaf::key_offset(i), (count - i) * sizeof(K));
+    std::memmove(keys, keys + sizeof(K), (count - i - 1) * sizeof(K));
+    std::byte* values = leaf.write(Leaf::value_offset(i), (count - i) * sizeof(V));
+    std::memmove(values, values + sizeof(V), (count - i - 1) * sizeof(V));
+    set_count(leaf, count - 1);
+  }
+
+  // Puts `key` at i and `child` at i + 1 of a non-full inner node.
+  void insert_into_inner(Guard& node, std::uint32_t count, std::uint32_t i, const K& key,
+                         Swip child) {
+    std::byte* keys = node.write(Inner::key_offset(i), (count - i + 1) * sizeof(K));
+    std::memmove(keys + sizeof(K), keys, (count - i) * sizeof(K));
+    std::memcpy(keys, &key, sizeof(K));
+    if (count > i) {
+      Swip* from = as_swips(node.write(Inner::swip_offset(i + 1), (count - i + 1) * sizeof(Swip)));
+      access_.move_swips(node, Inner::swip_offset(i + 2), &node, from, count - i);
+    }
+    std::memcpy(node.write(Inner::swip_offset(i + 1), sizeof(Swip)), &child, sizeof(Swip));
+    set_count(node, count + 1);
+  }
+
+  // Removes key i and swip i + 1 of an inner node.
+  void erase_from_inner(Guard& node, std::uint32_t count, std::uint32_t i) {
+    std::byte* keys = node.write(Inner::key_offset(i), (count - i) * sizeof(K));
+    std::memmove(keys, keys + sizeof(K), (count - i - 1) * sizeof(K));
+    if (count > i + 1) {
+      Swip* from = as_swips(node.write(Inner::swip_offset(i + 1), (count - i) * sizeof(Swip)));
+      access_.move_swips(node, Inner::swip_offset(i + 1), &node, from + 1, count - i - 1);
+    }
+    set_count(node, count - 1);
+  }
+
+  // Splits the full `child` (swip i of the non-full `parent`): its upper half moves to a new
+  // right sibling. `child` keeps the lower half.
+  void split_child(Guard& parent, std::uint32_t parent_count, std::uint32_t i, Guard& child) {
+    // 1. Allocate first: if that fails, nothing has changed.
+    Guard sibling = access_.allocate_page();
+    // 2. Move the upper half.
+    std::byte* left = child.whole_page();
+    std::byte* right = sibling.whole_page();
+    NodeHeader h = load<NodeHeader>(left + kNodeHeaderOffset);
+    std::uint32_t keep = h.count / 2;
+    K separator = load<K>(left + Leaf::key_offset(keep));
+    NodeHeader right_header{.count = 0, .is_leaf = h.is_leaf, .reserved = {}};
+    if (h.is_leaf) {
+      right_header.count = static_cast<std::uint16_t>(h.count - keep);
+      std::memcpy(right + Leaf::key_offset(0), left + Leaf::key_offset(keep),
+                  right_header.count * sizeof(K));
+      std::memcpy(right + Leaf::value_offset(0), left + Leaf::value_offset(keep),
+                  right_header.count * sizeof(V));
+      sibling.mark_dirty(Leaf::key_offset(0), right_header.count * sizeof(K));
+      sibling.mark_dirty(Leaf::value_offset(0), right_header.count * sizeof(V));
+    } else {
+      // The separator moves up; keys keep+1.. and swips keep+1.. move right.
+      right_header.count = static_cast<std::uint16_t>(h.count - keep - 1);
+      std::memcpy(right + Inner::key_offset(0), left + Inner::key_offset(keep + 1),
+                  right_header.count * sizeof(K));
+      sibling.mark_dirty(Inner::key_offset(0), right_header.count * sizeof(K));
+      access_.move_swips(sibling, Inner::swip_offset(0), &child,
+                         as_swips(left + Inner::swip_offset(keep + 1)), right_header.count + 1u);
+    }
+    write_header(sibling, right_header);
+    set_count(child, keep);
+    // 3. Link the sibling.
+    insert_into_inner(parent, parent_count, i, separator, access_.swip_of(sibling));
+  }
+
+  // The root is full: a new root above it takes over the root swip, then the old root splits.
+  Guard grow_root(Guard& old_root) {
+    Guard new_root = access_.allocate_page();
+    write_header(new_root, NodeHeader{.count = 0, .is_leaf = 0, .reserved = {}});
+    access_.move_swips(new_root, Inner::swip_offset(0), nullptr, &root_, 1);
+    root_ = access_.swip_of(new_root);
+    split_child(new_root, 0, 0, old_root);
+    return new_root;
+  }
+
+  // Descends splitting every full node on the way, so the leaf has room.
+  bool insert_with_splits(const K& key, const V& value) {
+    Guard node = access_.fix(root_, nullptr);
+    if (is_full(header(node))) {
+      Guard new_root = grow_root(node);
+      node = std::move(new_root);
+    }
+    for (;;) {
+      NodeHeader h = header(node);
+      if (h.is_leaf) {
+        std::uint32_t i = lower_bound(node, h.count, key);
+        if (i < h.count && !(key < key_at(node, i))) return false;
+        insert_into_leaf(node, h.count, i, key, value);
+        return true;
+      }
+      std::uint32_t i = upper_bound(node, h.count, key);
+      Guard child = access_.fix(swip_at(node, i), &node);
+      if (is_full(header(child))) {
+        split_child(node, h.count, i, child);
+        if (!(key < key_at(node, i))) {
+          Guard right = access_.fix(swip_at(node, i + 1), &node);
+          child = std::move(right);
+        }
+      }
+      node = std::move(child);
+    }
+  }
+
+  bool remove_with_merges(const K& key) {
+    Guard node = access_.fix(root_, nullptr);
+    std::optional<Guard> parent;
+    std::uint32_t index_in_parent = 0;
+    for (;;) {
+      NodeHeader h = header(node);
+      if (h.is_leaf) {
+        std::uint32_t i = lower_bound(node, h.count, key);
+        if (i == h.count || key < key_at(node, i)) return false;
+        erase_from_leaf(node, h.count, i);
+        if (parent && h.count - 1u < kLeafUnderfull)
+          merge_if_fits(*parent, index_in_parent, std::move(node));
+        return true;
+      }
+      parent.reset();
+      std::uint32_t i = upper_bound(node, h.count, key);
+      Guard child = access_.fix(swip_at(node, i), &node);
+      NodeHeader ch = header(child);
+      if (!ch.is_leaf && ch.count < kInnerUnderfull) {
+        Guard merged = merge_if_fits(node, i, std::move(child));
+        child = std::move(merged);
+        i = upper_bound(node, header(node).count, key);
+      }
+      parent = std::move(node);
+      node = std::move(child);
+      index_in_parent = i;
+    }
+  }
+
+  // `child` (swip i of `parent`) is underfull: merges it with the right neighbour, else the
+  // left one, when the result is at most three quarters full (or fits at all, for an empty
+  // child). Returns the guard of the node now holding child's entries.
+  Guard merge_if_fits(Guard& parent, std::uint32_t i, Guard child) {
+    std::uint32_t parent_count = header(parent).count;
+    NodeHeader ch = header(child);
+    for (std::uint32_t neighbour : {i + 1, i - 1}) {
+      if (neighbour > parent_count) continue;  // also catches i - 1 wrapping below 0
+      Guard sibling = access_.fix(swip_at(parent, neighbour), &parent);
+      NodeHeader sh = header(sibling);
+      std::uint32_t merged = ch.is_leaf ? ch.count + sh.count : ch.count + 1u + sh.count;
+      std::uint32_t limit = ch.is_leaf ? kLeafMergeLimit : kInnerMergeLimit;
+      if (ch.count == 0) limit = ch.is_leaf ? kLeafCapacity : kInnerCapacity;
+      if (merged > limit) continue;
+      if (neighbour > i) {
+        merge(parent, parent_count, i, child, std::move(sibling));
+        return child;
+      }
+      merge(parent, parent_count, neighbour, sibling, std::move(child));
+      return sibling;
+    }
+    return child;
+  }
+
+  // Appends `right` (swip l + 1) to `left` (swip l), frees `right`, unlinks it from `parent`.
+  void merge(Guard& parent, std::uint32_t parent_count, std::uint32_t l, Guard& left, Guard right) {
+    std::byte* lp = left.whole_page();
+    std::byte* rp = right.whole_page();
+    NodeHeader lh = load<NodeHeader>(lp + kNodeHeaderOffset);
+    NodeHeader rh = load<NodeHeader>(rp + kNodeHeaderOffset);
+    std::uint32_t merged;
+    if (lh.is_leaf) {
+      std::memcpy(lp + Leaf::key_offset(lh.count), rp + Leaf::key_offset(0), rh.count * sizeof(K));
+      std::memcpy(lp + Leaf::value_offset(lh.count), rp + Leaf::value_offset(0),
+                  rh.count * sizeof(V));
+      left.mark_dirty(Leaf::key_offset(lh.count), rh.count * sizeof(K));
+      left.mark_dirty(Leaf::value_offset(lh.count), rh.count * sizeof(V));
+      merged = lh.count + rh.count;
+    } else {
+      // The separator comes down between the two key arrays.
+      K separator = key_at(parent, l);
+      std::memcpy(lp + Inner::key_offset(lh.count), &separator, sizeof(K));
+      std::memcpy(lp + Inner::key_offset(lh.count + 1), rp + Inner::key_offset(0),
+                  rh.count * sizeof(K));
+      left.mark_dirty(Inner::key_offset(lh.count), (rh.count + 1) * sizeof(K));
+      access_.move_swips(left, Inner::swip_offset(lh.count + 1), &right,
+                         as_swips(rp + Inner::swip_offset(0)), rh.count + 1u);
+      merged = lh.count + 1 + rh.count;
+    }
+    set_count(left, merged);
+    // Free while right's swip is still in place, then close the gap.
+    access_.free_page(std::move(right));
+    erase_from_inner(parent, parent_count, l);
+  }
+
+  // A root inner node without keys takes over its only child's content.
+  void collapse_root() {
+    Guard root = access_.fix(root_, nullptr);
+    for (NodeHeader h = header(root); !h.is_leaf && h.count == 0;) {
+      Guard child = access_.fix(swip_at(root, 0), &root);
+      NodeHeader ch = header(child);
+      // A full child would need the parking slot (only after a failed root split): keep it.
+      if (!ch.is_leaf && ch.count >= kInnerCapacity) return;
+      absorb_only_child(root, std::move(child), ch);
+      h = ch;
+    }
+  }
+
+  void absorb_only_child(Guard& root, Guard child, const NodeHeader& ch) {
+    if (ch.is_leaf) {
+      // Leaves hold no swips: copy out, free the child (its swip still in place), copy in.
+      std::unique_ptr<std::byte[]> image(new std::byte[kPageSize - kNodeHeaderOffset]);
+      std::memcpy(image.get(), child.whole_page() + kNodeHeaderOffset,
+                  kPageSize - kNodeHeaderOffset);
+      access_.free_page(std::move(child));
+      std::memcpy(root.whole_page() + kNodeHeaderOffset, image.get(),
+                  kPageSize - kNodeHeaderOffset);
+      root.mark_dirty(kNodeHeaderOffset, kPageSize - kNodeHeaderOffset);
+      return;
+    }
+    // 1. Park the child's swip in the last slot, out of the way of the grandchildren.
+    Swip* first = as_swips(root.write(Inner::swip_offset(0), sizeof(Swip)));
+    access_.move_swips(root, Inner::swip_offset(kInnerCapacity), &root, first, 1);
+    // 2. Take over keys and grandchildren.
+    std::byte* cp = child.whole_page();
+    std::memcpy(root.write(Inner::key_offset(0), ch.count * sizeof(K)), cp + Inner::key_offset(0),
+                ch.count * sizeof(K));
+    access_.move_swips(root, Inner::swip_offset(0), &child, as_swips(cp + Inner::swip_offset(0)),
+                       ch.count + 1u);
+    set_count(root, ch.count);
+    // 3. The child's swip is still parked in place: free it.
+    access_.free_page(std::move(child));
+  }
+
+  // Copies up to `limit` entries with key >= from out of the leaf that holds `from`.
+  std::size_t copy_leaf_from(const K& from, std::size_t limit, std::vector<std::byte>& batch,
+                             std::optional<K>& fence) {
+    Guard node = access_.fix(root_, nullptr);
+    for (NodeHeader h = header(node); !h.is_leaf; h = header(node)) {
+      std::uint32_t i = upper_bound(node, h.count, from);
+      if (i < h.count) fence = key_at(node, i);
+      Guard child = access_.fix(swip_at(node, i), &node);
+      node = std::move(child);
+    }
+    const std::byte* page = node.whole_page();
+    std::uint32_t count = load<NodeHeader>(page + kNodeHeaderOffset).count;
+    std::uint32_t i = 0, hi = count;  // lower bound of `from`
+    while (i < hi) {
+      std::uint32_t mid = i + (hi - i) / 2;
+      if (load<K>(page + Leaf::key_offset(mid)) < from)
+        i = mid + 1;
+      else
+        hi = mid;
+    }
+    std::size_t n = std::min<std::size_t>(count - i, limit);
+    batch.resize(n * (sizeof(K) + sizeof(V)));
+    for (std::size_t e = 0; e < n; ++e) {
+      std::byte* out = batch.data() + e * (sizeof(K) + sizeof(V));
+      std::memcpy(out, page + Leaf::key_offset(i + e), sizeof(K));
+      std::memcpy(out + sizeof(K), page + Leaf::value_offset(i + e), sizeof(V));
+    }
+    return n;
+  }
+
+  template <typename Generate>
+  struct BulkLoad {
+    Generate& generate;
+    std::size_t count;
+    std::size_t per_leaf;
+    std::size_t fanout;
+    std::size_t leaves = 0;
+    std::size_t next = 0;  // next entry index
+    std::optional<K> previous;
+  };
+
+  // Fills `node` as the root of a subtree of `level` levels above its leaves, holding leaves
+  // [first_leaf, first_leaf + leaves). Returns the subtree's smallest key.
+  template <typename Generate>
+  K build_subtree(BulkLoad<Generate>& load, Guard& node, std::uint32_t level,
+                  std::size_t first_leaf, std::size_t leaves) {
+    if (level == 0) return fill_leaf(load, node, first_leaf);
+    write_header(node, NodeHeader{.count = 0, .is_leaf = 0, .reserved = {}});
+    std::size_t child_span = 1;
+    for (std::uint32_t l = 1; l < level; ++l) child_span *= load.fanout;
+    std::size_t children = (leaves + child_span - 1) / child_span;
+    K smallest{};
+    std::size_t leaf = first_leaf;
+    for (std::size_t c = 0; c < children; ++c) {
+      std::size_t child_leaves = leaves / children + (c < leaves % children ? 1 : 0);
+      Guard child = access_.allocate_page();
+      Swip swip = access_.swip_of(child);
+      std::memcpy(node.write(Inner::swip_offset(static_cast<std::uint32_t>(c)), sizeof(Swip)),
+                  &swip, sizeof(Swip));
+      K child_smallest = build_subtree(load, child, level - 1, leaf, child_leaves);
+      leaf += child_leaves;
+      if (c == 0) {
+        smallest = child_smallest;
+      } else {
+        std::memcpy(node.write(Inner::key_offset(static_cast<std::uint32_t>(c - 1)), sizeof(K)),
+                    &child_smallest, sizeof(K));
+        set_count(node, static_cast<std::uint32_t>(c));
+      }
+    }
+    return smallest;
+  }
+
+  template <typename Generate>
+  K fill_leaf(BulkLoad<Generate>& load, Guard& leaf, std::size_t leaf_index) {
+    std::size_t n = load.count / load.leaves + (leaf_index < load.count % load.leaves ? 1 : 0);
+    write_header(leaf, NodeHeader{.count = 0, .is_leaf = 1, .reserved = {}});
+    std::byte* page = leaf.whole_page();
+    K smallest{};
+    std::uint32_t e = 0;
+    // Counts what was written even when the generator fails, so the leaf stays valid.
+    auto finish = [&] {
+      leaf.mark_dirty(Leaf::key_offset(0), e * sizeof(K));
+      leaf.mark_dirty(Leaf::value_offset(0), e * sizeof(V));
+      set_count(leaf, e);
+    };
+    for (; e < n; ++e, ++load.next) {
+      K key;
+      V value;
+      load.generate(load.next, key, value);
+      if (load.previous && !(*load.previous < key)) {
+        finish();
+        fail("bulk_load: keys are not strictly ascending at entry {}", load.next);
+      }
+      load.previous = key;
+      if (e == 0) smallest = key;
+      std::memcpy(page + Leaf::key_offset(e), &key, sizeof(K));
+      std::memcpy(page + Leaf::value_offset(e), &value, sizeof(V));
+    }
+    finish();
+    return smallest;
+  }
+
+  void collect_stats(Guard& node, std::uint32_t depth, BTreeStats& s) {
+    NodeHeader h = load<NodeHeader>(node.whole_page() + kNodeHeaderOffset);
+    s.height = std::max(s.height, depth);
+    if (h.is_leaf) {
+      ++s.leaves;
+      s.entries += h.count;
+      s.min_leaf_entries = std::min<std::uint32_t>(s.min_leaf_entries, h.count);
+      s.max_leaf_entries = std::max<std::uint32_t>(s.max_leaf_entries, h.count);
+      return;
+    }
+    ++s.inner_nodes;
+    for (std::uint32_t i = 0; i <= h.count; ++i) {
+      Guard child = access_.fix(swip_at(node, i), &node);
+      collect_stats(child, depth + 1, s);
+    }
+  }
+
+  std::string validate_node(Guard& node, std::uint32_t depth, std::optional<K> low,
+                            std::optional<K> high, std::optional<std::uint32_t>& leaf_depth) {
+    const std::byte* page = node.whole_page();
+    NodeHeader h = load<NodeHeader>(page + kNodeHeaderOffset);
+    std::uint32_t capacity = h.is_leaf ? kLeafCapacity : kInnerCapacity;
+    if (h.count > capacity)
+      return fmt::format("page {}: count {} above capacity {}", node.page_id(), h.count, capacity);
+    for (std::uint32_t i = 0; i < h.count; ++i) {
+      K k = load<K>(page + Leaf::key_offset(i));
+      if (i > 0 && !(load<K>(page + Leaf::key_offset(i - 1)) < k))
+        return fmt::format("page {}: keys {} and {} out of order", node.page_id(), i - 1, i);
+      if ((low && k < *low) || (high && !(k < *high)))
+        return fmt::format("page {}: key {} outside the parent's separators", node.page_id(), i);
+    }
+    if (h.is_leaf) {
+      if (leaf_depth && *leaf_depth != depth)
+        return fmt::format("page {}: leaf at depth {}, others at {}", node.page_id(), depth,
+                           *leaf_depth);
+      leaf_depth = depth;
+      return {};
+    }
+    for (std::uint32_t i = 0; i <= h.count; ++i) {
+      std::optional<K> child_low = i > 0 ? std::optional<K>(key_at(node, i - 1)) : low;
+      std::optional<K> child_high = i < h.count ? std::optional<K>(key_at(node, i)) : high;
+      Guard child = access_.fix(swip_at(node, i), &node);
+      std::string problem = validate_node(child, depth + 1, child_low, child_high, leaf_depth);
+      if (!problem.empty()) return problem;
+    }
+    return {};
+  }
+
+  Access& access_;
+  Swip& root_;
+};
+
+}  // namespace tristore

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace tristore::tpcc {
@@ -32,6 +33,9 @@ class Checker {
   }
 
  private:
+  struct Names {
+    char last[16], first[16];
+  };
   struct Order {
     std::uint32_t o_id, c_id, carrier_id, ol_cnt, lines = 0;
   };
@@ -203,6 +207,7 @@ class Checker {
 
   // Conditions 10 and 12.
   void check_customers(std::uint32_t w, std::uint32_t d) {
+    names_by_customer_.assign(kCustomersPerDistrict + 1, Names{});
     std::uint32_t count = 0;
     tables_.customer.scan({w, d, 0}, SIZE_MAX, [&](const CustomerKey& key, const CustomerRow& row) {
       if (key.w_id != w || key.d_id != d) return false;
@@ -211,6 +216,9 @@ class Checker {
         violation("customer {}/{}/{}: bad id", w, d, key.c_id);
         return true;
       }
+      Names& names = names_by_customer_[key.c_id];
+      std::memcpy(names.last, row.last, sizeof(names.last));
+      std::memcpy(names.first, row.first, sizeof(names.first));
       const std::int64_t delivered = delivered_by_customer_[key.c_id];
       const std::int64_t paid = history_by_customer_[customer_index(w, d, key.c_id)];
       if (row.account.balance != delivered - paid) {
@@ -257,7 +265,13 @@ class Checker {
         from, SIZE_MAX, [&](const CustomerNameKey& key, const CustomerNameRow& row) {
           if (key.w_id != w || key.d_id != d) return false;
           ++entries;
-          if (row.c_id != key.c_id) violation("name index entry {}/{}/{} is wrong", w, d, row.c_id);
+          const bool known = row.c_id == key.c_id && valid(w, d, key.c_id);
+          if (!known ||
+              std::memcmp(names_by_customer_[key.c_id].last, key.last, sizeof(key.last)) != 0 ||
+              std::memcmp(names_by_customer_[key.c_id].first, key.first, sizeof(key.first)) != 0) {
+            violation("name index entry {}/{}/{} does not match the customer's names", w, d,
+                      key.c_id);
+          }
           return true;
         });
     if (entries != kCustomersPerDistrict) {
@@ -274,6 +288,7 @@ class Checker {
   std::vector<std::int64_t> delivered_by_customer_;  // of the current district, by c_id
   std::vector<std::uint32_t> new_orders_;            // of the current district, ascending
   std::vector<Order> orders_;                        // of the current district, ascending
+  std::vector<Names> names_by_customer_;             // of the current district, by c_id
 };
 
 }  // namespace

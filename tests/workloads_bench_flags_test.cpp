@@ -1,0 +1,173 @@
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "workloads/bench_flags.hpp"
+
+using namespace tristore;
+
+namespace {
+
+// Parses argv as tristore-bench would and returns the validated options.
+BenchOptions parse(std::vector<std::string> args) {
+  CLI::App app;
+  BenchFlags flags(app);
+  args.insert(args.begin(), "tristore-bench");
+  std::vector<const char*> argv;
+  for (const std::string& arg : args) argv.push_back(arg.c_str());
+  app.parse(static_cast<int>(argv.size()), argv.data());
+  return flags.finish();
+}
+
+std::string error_of(std::vector<std::string> args) {
+  try {
+    parse(std::move(args));
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(WorkloadsBenchFlags, DefaultsAreTheDesignDefaults) {
+  const BenchOptions o = parse({});
+  EXPECT_EQ(o.config.architecture, Architecture::kThreeTier);
+  EXPECT_EQ(o.workload, WorkloadKind::kYcsb);
+  EXPECT_EQ(o.ycsb.kind, YcsbKind::kReadOnly);
+  EXPECT_EQ(o.config.dram_bytes, 200ULL << 20);
+  EXPECT_EQ(o.config.nvm_bytes, 1ULL << 30);
+  EXPECT_EQ(o.config.ssd_bytes, 5ULL << 30);
+  EXPECT_EQ(o.ycsb.distribution, KeyDistribution::kZipf);
+  EXPECT_DOUBLE_EQ(o.ycsb.zipf_theta, 1.0);
+  EXPECT_DOUBLE_EQ(o.ycsb.fill_factor, 0.66);
+  EXPECT_EQ(o.threads, 1U);
+  EXPECT_GT(o.seconds, 0);
+  EXPECT_TRUE(o.config.cache_line_grained && o.config.mini_pages && o.config.swizzling);
+}
+
+TEST(WorkloadsBenchFlags, EveryFlagReachesTheOptions) {
+  const BenchOptions o = parse({"--arch",
+                                "3tier",
+                                "--workload",
+                                "ycsb-rw",
+                                "--dram",
+                                "64MiB",
+                                "--nvm",
+                                "512MiB",
+                                "--ssd",
+                                "2GiB",
+                                "--records",
+                                "5000",
+                                "--nvm-read-ns",
+                                "500",
+                                "--nvm-write-ns",
+                                "700",
+                                "--llc",
+                                "20MiB",
+                                "--zipf",
+                                "0.8",
+                                "--update-ratio",
+                                "25",
+                                "--distribution",
+                                "uniform",
+                                "--seed",
+                                "7",
+                                "--ops",
+                                "1000",
+                                "--warmup",
+                                "0.5",
+                                "--no-cl-grained",
+                                "--no-mini-pages",
+                                "--no-swizzling",
+                                "--nvm-path",
+                                "/dev/shm/x.nvm",
+                                "--ssd-path",
+                                "/tmp/x.ssd",
+                                "--json",
+                                "out.json",
+                                "--fill-factor",
+                                "1",
+                                "--quiet"});
+  EXPECT_EQ(o.ycsb.kind, YcsbKind::kReadWrite);
+  EXPECT_EQ(o.config.dram_bytes, 64ULL << 20);
+  EXPECT_EQ(o.config.nvm_bytes, 512ULL << 20);
+  EXPECT_EQ(o.config.ssd_bytes, 2ULL << 30);
+  EXPECT_EQ(o.config.llc_bytes, 20ULL << 20);
+  EXPECT_EQ(o.ycsb.records, 5000U);
+  EXPECT_EQ(o.config.nvm_read_ns, 500U);
+  EXPECT_EQ(o.config.nvm_write_ns, 700U);
+  EXPECT_DOUBLE_EQ(o.ycsb.zipf_theta, 0.8);
+  EXPECT_DOUBLE_EQ(o.ycsb.update_ratio_percent, 25);
+  EXPECT_EQ(o.ycsb.distribution, KeyDistribution::kUniform);
+  EXPECT_EQ(o.ycsb.seed, 7U);
+  EXPECT_EQ(o.ops, 1000U);
+  EXPECT_DOUBLE_EQ(o.warmup_seconds, 0.5);
+  EXPECT_FALSE(o.config.cache_line_grained || o.config.mini_pages || o.config.swizzling);
+  EXPECT_EQ(o.config.nvm_path, "/dev/shm/x.nvm");
+  EXPECT_EQ(o.config.ssd_path, "/tmp/x.ssd");
+  EXPECT_FALSE(o.remove_nvm_file || o.remove_ssd_file);
+  EXPECT_EQ(o.json_path, "out.json");
+  EXPECT_DOUBLE_EQ(o.ycsb.fill_factor, 1.0);
+  EXPECT_FALSE(o.progress);
+}
+
+TEST(WorkloadsBenchFlags, DefaultFilesArePerProcessAndRemoved) {
+  const BenchOptions o = parse({});
+  EXPECT_NE(o.config.nvm_path.find(std::to_string(::getpid())), std::string::npos);
+  EXPECT_NE(o.config.ssd_path.find(std::to_string(::getpid())), std::string::npos);
+  EXPECT_TRUE(o.remove_nvm_file && o.remove_ssd_file);
+}
+
+TEST(WorkloadsBenchFlags, MicroAndTpccAreSelectable) {
+  EXPECT_TRUE(parse({"--micro", "--workload", "ycsb-scan"}).ycsb.micro);
+  const BenchOptions tpcc = parse({"--workload", "tpcc", "--warehouses", "3"});
+  EXPECT_EQ(tpcc.workload, WorkloadKind::kTpcc);
+  EXPECT_EQ(tpcc.warehouses, 3U);
+}
+
+TEST(WorkloadsBenchFlags, ImpossibleSettingsAreOneLineErrors) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--threads", "4"}, "--threads"},
+      {{"--dram", "0"}, "--dram"},
+      {{"--arch", "main-memory", "--dram", "0"}, "--dram"},
+      {{"--arch", "basic-nvm", "--nvm", "0"}, "--nvm"},
+      {{"--dram", "12XB"}, "--dram"},
+      {{"--arch", "4tier"}, "4tier"},
+      {{"--workload", "ycsb-x"}, "ycsb-x"},
+      {{"--distribution", "normal"}, "normal"},
+      {{"--update-ratio", "150"}, "--update-ratio"},
+      {{"--zipf", "-1"}, "--zipf"},
+      {{"--fill-factor", "0"}, "--fill-factor"},
+      {{"--seconds", "0"}, "--seconds"},
+      {{"--records", "0"}, "--records"},
+      {{"--records", "100000000", "--ssd", "1GiB"}, "--ssd"},
+      {{"--arch", "main-memory", "--records", "1000000", "--dram", "100MiB"}, "--dram"},
+      {{"--arch", "nvm-direct", "--records", "10000000", "--nvm", "1GiB"}, "--nvm"},
+      {{"--arch", "ssd-bm", "--no-swizzling"}, "3tier only"},
+      {{"--workload", "tpcc", "--warehouses", "0"}, "--warehouses"},
+  };
+  for (const auto& [args, mention] : cases) {
+    const std::string message = error_of(args);
+    EXPECT_NE(message.find(mention), std::string::npos)
+        << "args " << testing::PrintToString(args) << " gave '" << message << "'";
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+}
+
+TEST(WorkloadsBenchFlags, UnknownFlagsAndSecondsWithOpsAreParseErrors) {
+  EXPECT_THROW(parse({"--frobnicate"}), CLI::ParseError);
+  EXPECT_THROW(parse({"--seconds", "3", "--ops", "10"}), CLI::ParseError);
+  EXPECT_THROW(parse({"--records", "many"}), CLI::ParseError);
+}
+
+TEST(WorkloadsBenchFlags, DataThatFitsItsTierIsAccepted) {
+  // 100k YCSB records are ~160 MiB of pages: fit 1 GiB of NVM and 200 MiB of DRAM.
+  EXPECT_NO_THROW(parse({"--arch", "nvm-direct", "--records", "100000"}));
+  EXPECT_NO_THROW(parse({"--arch", "main-memory", "--records", "100000"}));
+  EXPECT_NO_THROW(parse({"--micro", "--records", "10000000", "--arch", "basic-nvm"}));
+}

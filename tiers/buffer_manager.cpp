@@ -277,7 +277,10 @@ void BufferManager::swizzle(Swip& swip, FrameHeader* child, Guard* parent) {
     child->set(frame_flag::kOwnerIsRoot);
   } else {
     FrameHeader* parent_frame = parent->frame_;
-    if (parent_frame->is_mini()) return;
+    if (parent_frame->is_mini()) {
+      if (as_mini(parent_frame)->full == nullptr) return;
+      parent_frame = &as_mini(parent_frame)->full->header;
+    }
     FullFrame* full = as_full(parent_frame);
     if (address < full->data || address + sizeof(Swip) > full->data + kPageSize) return;
     child->owner.parent = full;

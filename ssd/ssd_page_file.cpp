@@ -96,6 +96,7 @@ void SsdPageFile::State::persist_generation(std::uint64_t generation) {
     bitmap_dirty = false;
   }
   // 2. The bitmap copy this generation owns; the other copy still backs the older superblock.
+  //    One fdatasync makes it durable together with every data page written so far.
   superblock.generation = generation;
   file.write_exact(layout.bitmap_offset(superblock.copy()), bitmap_bytes.data(),
                    bitmap_bytes.size());
@@ -305,10 +306,9 @@ void SsdPageFile::write(PageId id, const std::byte* page) {
 }
 
 void SsdPageFile::sync() {
-  // 1. Data pages first: a superblock must never vouch for pages still in flight.
+  // A new generation only when the bitmap or the metadata changed; it makes the data pages
+  // durable before its superblock, so a superblock never vouches for pages still in flight.
   State& state = *state_;
-  state.file.sync_data();
-  // 2. A new generation only when the bitmap or the metadata changed.
   bool metadata_changed =
       std::memcmp(state.superblock.metadata, state.persisted_superblock.metadata,
                   sizeof(state.superblock.metadata)) != 0;
@@ -319,6 +319,8 @@ void SsdPageFile::sync() {
   }
   if (metadata_changed || bitmap_changed)
     state.persist_generation(state.persisted_superblock.generation + 1);
+  else
+    state.file.sync_data();
 }
 
 std::span<std::byte> SsdPageFile::metadata() { return state_->superblock.metadata; }

@@ -1,0 +1,362 @@
+// Crash tests of the NVM write-ahead log: the crash simulator crashes at the n-th fence for
+// many n, and fork + kill -9 kills a real appending process. Every record whose commit or
+// persist returned must survive intact; nothing but records of the log may be read back.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "engine/log_manager.hpp"
+
+namespace tristore {
+namespace {
+
+constexpr std::uint64_t kAreaOffset = 4096;
+
+std::uint64_t test_seed() {
+  const char* fixed = std::getenv("TRISTORE_SEED");
+  const std::uint64_t seed =
+      fixed != nullptr ? std::strtoull(fixed, nullptr, 10) : std::random_device{}();
+  std::printf("seed %llu (TRISTORE_SEED=%llu replays)\n", static_cast<unsigned long long>(seed),
+              static_cast<unsigned long long>(seed));
+  return seed;
+}
+
+std::vector<std::byte> random_bytes(std::mt19937_64& rng, std::size_t size) {
+  std::vector<std::byte> bytes(size);
+  for (auto& b : bytes) b = static_cast<std::byte>(rng());
+  return bytes;
+}
+
+struct ModelRecord {
+  Lsn lsn;
+  LogRecordType type;
+  TxnId txn;
+  Lsn prev_lsn;
+  std::vector<std::byte> payload;
+};
+
+// What the workload did before the crash, as far as calls returned.
+struct CrashRun {
+  std::vector<ModelRecord> records;  // every record appended, in LSN order
+  std::size_t persisted = 0;         // records[0, persisted) were durable when a call returned
+  Lsn committed_start = 0;           // start whose truncate_before returned
+  std::vector<Lsn> requested_starts;
+
+  Lsn end() const {
+    return records.empty() ? committed_start
+                           : records.back().lsn + log_record_size(records.back().payload.size());
+  }
+};
+
+class LogCrashTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = "/dev/shm/tristore-logcrash-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".nvm";
+  }
+  void TearDown() override {
+    std::remove(path_.c_str());
+    for (int i = 0; i < 3; ++i) std::remove(image_path(i).c_str());
+  }
+  std::string image_path(int i) const { return path_ + ".crash" + std::to_string(i); }
+
+  std::unique_ptr<NvmDevice> make_device(const std::string& path, std::uint64_t area_bytes,
+                                         bool create, bool crash_simulation) const {
+    NvmDeviceOptions options;
+    options.path = path;
+    options.size_bytes = create ? kAreaOffset + area_bytes : 0;
+    options.create = create;
+    options.crash_simulation = crash_simulation;
+    return std::make_unique<NvmDevice>(options);
+  }
+  static std::span<std::byte> area(NvmDevice& device) {
+    return {device.base() + kAreaOffset, device.size() - kAreaOffset};
+  }
+
+  std::string path_;
+};
+
+// Random appends, commits, persists; the on_full checkpoint truncates about half the log.
+void run_until_crash(LogManager& log, CrashSimulator& simulator, std::mt19937_64& rng,
+                     CrashRun& run) {
+  log.set_on_full([&] {
+    const Lsn begin = log.append(LogRecordType::kCheckpointBegin, 0, kNoLsn);
+    run.records.push_back({begin, LogRecordType::kCheckpointBegin, 0, kNoLsn, {}});
+    std::size_t keep = run.records.size() - 1;
+    const Lsn middle = log.start_lsn() + (begin - log.start_lsn()) / 2;
+    if (rng() % 2 == 0)
+      while (keep > 0 && run.records[keep - 1].lsn >= middle) --keep;
+    const Lsn start = run.records[keep].lsn;
+    log.set_checkpoint(begin);
+    run.persisted = run.records.size();  // set_checkpoint persisted everything
+    run.requested_starts.push_back(start);
+    log.truncate_before(start);
+    run.committed_start = start;
+  });
+  TxnId committing = 0;
+  try {
+    for (int op = 0; op < 100000 && !simulator.crashed(); ++op) {
+      const TxnId txn = rng() % 16;
+      const std::uint64_t choice = rng() % 10;
+      if (choice < 6) {
+        const auto type = static_cast<LogRecordType>(1 + rng() % 3);  // redo, image, undo
+        const Lsn prev = run.records.empty() ? kNoLsn : run.records.back().lsn;
+        ModelRecord record{0, type, txn, prev, random_bytes(rng, rng() % 600)};
+        record.lsn = log.append(type, txn, prev, {record.payload});
+        run.records.push_back(std::move(record));
+      } else if (choice < 9) {
+        committing = txn;
+        log.commit(txn, kNoLsn);
+        // Not pushed before: an on_full checkpoint may append ahead of the commit record.
+        run.records.push_back(
+            {log.end_lsn() - log_record_size(0), LogRecordType::kCommit, txn, kNoLsn, {}});
+        run.persisted = run.records.size();
+      } else {
+        const std::size_t appended = run.records.size();
+        log.persist_up_to(log.end_lsn());
+        run.persisted = appended;
+      }
+    }
+  } catch (const SimulatedCrash&) {
+    // A commit whose fence crashed: its record was appended, the model has not seen it yet.
+    if (log.end_lsn() != run.end()) {
+      ASSERT_EQ(log.end_lsn(), run.end() + log_record_size(0));
+      run.records.push_back({run.end(), LogRecordType::kCommit, committing, kNoLsn, {}});
+    }
+  }
+  ASSERT_TRUE(simulator.crashed()) << "the armed fence was never reached";
+}
+
+// The recovered log must be the model's records from its start on, at least up to the last
+// persisted one, and nothing else.
+struct RecoveryTally {
+  std::size_t persisted = 0;              // persisted records found intact
+  std::size_t unpersisted_survivors = 0;  // records read back that no call had made durable
+  std::size_t torn_tails = 0;             // recoveries that ended before the last appended record
+};
+
+void expect_recovered(const CrashRun& run, const LogManager& log, RecoveryTally& tally) {
+  const Lsn start = log.start_lsn();
+  ASSERT_GE(start, run.committed_start);
+  if (start != run.committed_start) {
+    ASSERT_EQ(start, run.requested_starts.back()) << "start is no truncation point";
+  }
+  std::size_t first = 0;
+  while (first < run.records.size() && run.records[first].lsn < start) ++first;
+  if (first < run.records.size()) {
+    ASSERT_EQ(run.records[first].lsn, start);
+  }
+
+  auto cursor = log.read_from_start();
+  std::size_t index = first;
+  while (auto record = cursor.next()) {
+    ASSERT_LT(index, run.records.size()) << "record beyond everything appended at " << record->lsn;
+    const ModelRecord& expected = run.records[index];
+    ASSERT_EQ(record->lsn, expected.lsn);
+    ASSERT_EQ(record->type, expected.type) << "at LSN " << record->lsn;
+    ASSERT_EQ(record->txn, expected.txn) << "at LSN " << record->lsn;
+    ASSERT_EQ(record->prev_lsn, expected.prev_lsn) << "at LSN " << record->lsn;
+    ASSERT_TRUE(std::equal(record->payload.begin(), record->payload.end(), expected.payload.begin(),
+                           expected.payload.end()))
+        << "payload differs at LSN " << record->lsn;
+    ++index;
+  }
+  ASSERT_GE(index, run.persisted) << "a persisted record was lost";
+  tally.persisted += run.persisted > first ? run.persisted - first : 0;
+  tally.unpersisted_survivors += index - std::max(run.persisted, first);
+  if (index < run.records.size()) ++tally.torn_tails;
+  if (log.checkpoint_lsn() != kNoLsn) {
+    auto from_checkpoint = log.read_from_checkpoint();
+    const auto begin = from_checkpoint.next();
+    ASSERT_TRUE(begin);
+    EXPECT_EQ(begin->type, LogRecordType::kCheckpointBegin);
+  }
+}
+
+TEST_F(LogCrashTest, CrashAtTheNthFenceKeepsEveryPersistedRecordAndNothingElse) {
+  const std::uint64_t seed = test_seed();
+  RecoveryTally tally;
+  std::uint64_t laps = 0;
+  for (std::uint64_t n = 1; n <= 300; ++n) {
+    SCOPED_TRACE("crash at fence " + std::to_string(n) + ", seed " + std::to_string(seed));
+    std::mt19937_64 rng(seed * 1000003 + n);
+    CrashRun crashed;
+    std::vector<std::uint64_t> image_seeds;
+    {
+      auto device = make_device(path_, 16 << 10, /*create=*/true, /*crash_simulation=*/true);
+      auto log = LogManager::create(*device, area(*device));
+      crashed.committed_start = log->start_lsn();
+      device->crash_simulator()->arm_crash_at_fence(n);
+      ASSERT_NO_FATAL_FAILURE(run_until_crash(*log, *device->crash_simulator(), rng, crashed));
+      laps += crashed.end() / log->capacity();
+      for (int i = 0; i < 3; ++i) {
+        image_seeds.push_back(rng());
+        device->crash_simulator()->write_crash_image(image_seeds.back(), image_path(i));
+      }
+    }
+    for (int i = 0; i < 3; ++i) {
+      SCOPED_TRACE("crash image seed " + std::to_string(image_seeds[i]));
+      // Reopen the crash image, check it, append after the recovered end, reopen again.
+      CrashRun run = crashed;
+      {
+        auto device = make_device(image_path(i), 0, /*create=*/false, /*crash_simulation=*/false);
+        auto log = LogManager::open(*device, area(*device));
+        ASSERT_NO_FATAL_FAILURE(expect_recovered(run, *log, tally));
+        run.records.erase(std::lower_bound(run.records.begin(), run.records.end(), log->end_lsn(),
+                                           [](const ModelRecord& r, Lsn l) { return r.lsn < l; }),
+                          run.records.end());
+        run.requested_starts.clear();
+        run.committed_start = log->start_lsn();
+        for (int j = 0; j < 3 && log->free_bytes() > 1000; ++j) {
+          ModelRecord record{0, LogRecordType::kUndoLogical, 99, kNoLsn, random_bytes(rng, 300)};
+          record.lsn = log->append(record.type, record.txn, record.prev_lsn, {record.payload});
+          run.records.push_back(std::move(record));
+        }
+        log->persist_up_to(log->end_lsn());
+        run.persisted = run.records.size();
+      }
+      auto device = make_device(image_path(i), 0, /*create=*/false, /*crash_simulation=*/false);
+      auto log = LogManager::open(*device, area(*device));
+      ASSERT_NO_FATAL_FAILURE(expect_recovered(run, *log, tally));
+    }
+  }
+  std::printf(
+      "%zu persisted records verified, %zu unpersisted ones survived, %zu torn tails, "
+      "%llu log laps\n",
+      tally.persisted, tally.unpersisted_survivors, tally.torn_tails,
+      static_cast<unsigned long long>(laps));
+  EXPECT_GT(laps, 100u) << "the log rarely wrapped around";
+  EXPECT_GT(tally.persisted, 1000u) << "too few persisted records were checked to mean anything";
+  EXPECT_GT(tally.torn_tails, 0u) << "no crash image ended in a torn record";
+}
+
+// What the child reports through the pipe once a record is durable.
+struct Report {
+  Lsn lsn;
+  std::uint64_t round;
+  std::uint64_t index;
+};
+
+std::vector<std::byte> child_payload(std::uint64_t seed, std::uint64_t round, std::uint64_t index) {
+  std::mt19937_64 rng(seed ^ (round << 40) ^ index);
+  return random_bytes(rng, rng() % 1200);
+}
+
+[[noreturn]] void append_until_killed(const std::string& path, std::uint64_t seed,
+                                      std::uint64_t round, int report_fd) {
+  NvmDeviceOptions options;
+  options.path = path;
+  NvmDevice device(options);
+  auto log = LogManager::open(device, {device.base() + kAreaOffset, device.size() - kAreaOffset});
+  std::deque<Lsn> lsns;
+  log->set_on_full([&] {
+    const Lsn begin = log->append(LogRecordType::kCheckpointBegin, 0, kNoLsn);
+    const Lsn middle = log->start_lsn() + (begin - log->start_lsn()) / 2;
+    while (!lsns.empty() && lsns.front() < middle) lsns.pop_front();
+    log->truncate_before(lsns.empty() ? begin : lsns.front());
+  });
+  std::vector<Report> pending;
+  for (std::uint64_t index = 0; index < 10'000'000; ++index) {
+    const std::vector<std::byte> payload = child_payload(seed, round, index);
+    // prev_lsn carries the index: the parent regenerates the payload from it.
+    const Lsn lsn = log->append(LogRecordType::kUndoLogical, round, index, {payload});
+    lsns.push_back(lsn);
+    pending.push_back({lsn, round, index});
+    if (index % 7 == 6) {
+      log->commit(round, lsn);
+    } else if (index % 5 == 4) {
+      log->persist_up_to(lsn);
+    } else {
+      continue;
+    }
+    const auto bytes = static_cast<ssize_t>(pending.size() * sizeof(Report));
+    if (::write(report_fd, pending.data(), static_cast<std::size_t>(bytes)) != bytes) ::_exit(2);
+    pending.clear();
+  }
+  ::_exit(0);
+}
+
+TEST_F(LogCrashTest, KillNineWhileAppendingLosesNoReportedRecord) {
+  const std::uint64_t seed = test_seed();
+  std::mt19937_64 rng(seed);
+  {
+    auto device = make_device(path_, 256 << 10, /*create=*/true, /*crash_simulation=*/false);
+    LogManager::create(*device, area(*device));
+  }
+  std::size_t verified = 0;
+  for (std::uint64_t round = 1; round <= 6; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round) + ", seed " + std::to_string(seed));
+    int pipe_fds[2];
+    ASSERT_EQ(::pipe(pipe_fds), 0);
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      ::close(pipe_fds[0]);
+      append_until_killed(path_, seed, round, pipe_fds[1]);
+    }
+    ::close(pipe_fds[1]);
+    // Drain the pipe while the child runs (a full pipe would stall it), then kill it.
+    ASSERT_EQ(::fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK), 0);
+    std::vector<char> received;
+    const auto drain = [&] {
+      char chunk[4096];
+      ssize_t n;
+      while ((n = ::read(pipe_fds[0], chunk, sizeof(chunk))) > 0)
+        received.insert(received.end(), chunk, chunk + n);
+    };
+    const auto kill_at =
+        std::chrono::steady_clock::now() + std::chrono::microseconds(2000 + rng() % 40000);
+    while (std::chrono::steady_clock::now() < kill_at) {
+      drain();
+      ::usleep(200);
+    }
+    ASSERT_EQ(::kill(child, SIGKILL), 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+        << "the child ended before it was killed";
+    drain();
+    ::close(pipe_fds[0]);
+    std::vector<Report> reports(received.size() / sizeof(Report));
+    std::memcpy(reports.data(), received.data(), reports.size() * sizeof(Report));
+
+    auto device = make_device(path_, 0, /*create=*/false, /*crash_simulation=*/false);
+    auto log = LogManager::open(*device, area(*device));
+    std::map<Lsn, std::pair<LogRecord, std::vector<std::byte>>> found;
+    auto cursor = log->read_from_start();
+    while (auto record = cursor.next())
+      found.emplace(record->lsn, std::pair{*record, std::vector(record->payload.begin(),
+                                                                record->payload.end())});
+    for (const Report& r : reports) {
+      if (r.lsn < log->start_lsn()) continue;  // truncated by a checkpoint
+      const auto it = found.find(r.lsn);
+      ASSERT_NE(it, found.end()) << "persisted record at LSN " << r.lsn << " lost";
+      EXPECT_EQ(it->second.first.txn, r.round);
+      EXPECT_EQ(it->second.first.prev_lsn, r.index);
+      EXPECT_EQ(it->second.second, child_payload(seed, r.round, r.index))
+          << "payload differs at LSN " << r.lsn;
+      ++verified;
+    }
+  }
+  std::printf("%zu persisted records of killed children verified\n", verified);
+  EXPECT_GT(verified, 0u) << "the children never reported a persisted record";
+}
+
+}  // namespace
+}  // namespace tristore

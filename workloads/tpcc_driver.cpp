@@ -31,10 +31,15 @@ const TpccOptions& validated(const TpccOptions& options) {
   return options;
 }
 
+// Validates before creating anything.
+tpcc::TpccTables create_tables(Database& db, const TpccOptions& options) {
+  validated(options);
+  return tpcc::TpccTables::create(db);
+}
+
 }  // namespace
 
-Tpcc::Tpcc(Database& db, TpccOptions options)
-    : Tpcc(tpcc::TpccTables::create(db), validated(options)) {}
+Tpcc::Tpcc(Database& db, TpccOptions options) : Tpcc(create_tables(db, options), options) {}
 
 Tpcc::Tpcc(tpcc::TpccTables tables, TpccOptions options)
     : options_(validated(options)),

@@ -45,6 +45,16 @@ struct BTreeStats {
   std::uint32_t max_leaf_entries = 0;
 };
 
+// A new, empty tree of any key and value type: one leaf. Store the returned swip at a stable
+// DRAM address (the root's owning swip).
+template <PageAccess Access>
+Swip create_empty_tree(Access& access) {
+  typename Access::Guard root = access.allocate_page();
+  NodeHeader header{.count = 0, .is_leaf = 1, .reserved = {}};
+  std::memcpy(root.write(kNodeHeaderOffset, sizeof(NodeHeader)), &header, sizeof(header));
+  return access.swip_of(root);
+}
+
 template <typename K, typename V, PageAccess Access>
 requires std::is_trivially_copyable_v<K> && std::is_trivially_copyable_v<V> &&
     std::totally_ordered<K>
@@ -62,12 +72,7 @@ class BTree {
   static constexpr std::uint32_t kLeafMergeLimit = kLeafCapacity * 3 / 4;
   static constexpr std::uint32_t kInnerMergeLimit = kInnerCapacity * 3 / 4;
 
-  // A new, empty tree: one leaf. Store the returned swip at a stable DRAM address.
-  static Swip create(Access& access) {
-    Guard root = access.allocate_page();
-    write_header(root, NodeHeader{.count = 0, .is_leaf = 1, .reserved = {}});
-    return access.swip_of(root);
-  }
+  static Swip create(Access& access) { return create_empty_tree(access); }
 
   // `root` must outlive the tree object and stay at its address (it is the root's owning swip).
   BTree(Access& access, Swip& root) : access_(access), root_(root) {}

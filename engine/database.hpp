@@ -12,9 +12,11 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <variant>
 
 #include "common/counters.hpp"
 #include "engine/config.hpp"
+#include "tiers/swip.hpp"
 
 namespace tristore {
 
@@ -26,10 +28,15 @@ template <typename V>
 concept TableValue = std::is_trivially_copyable_v<V>;
 
 template <TableKey K, TableValue V>
-class TableInterface;  // engine/table_interface.hpp: one implementation per architecture
+class TableInterface;  // engine/table_interface.hpp; implemented once, engine/btree_table.hpp
 
 template <TableKey K, TableValue V>
 class Table;  // engine/table.hpp
+
+class MainMemoryAccess;
+
+// The page-access policy an open database runs on; tables instantiate the B-tree for it.
+using PageAccessRef = std::variant<MainMemoryAccess*>;
 
 struct MemoryUsage {
   std::uint64_t dram_bytes = 0;        // buffer pool (or in-memory pages) in use
@@ -53,9 +60,17 @@ class Database {
   Table<K, V> create_table(std::string_view name);  // Error if it exists
   template <TableKey K, TableValue V>
   Table<K, V> open_table(std::string_view name);  // Error if missing or of other types
+  // Both defined in engine/table.hpp. Tables must not outlive their Database.
 
  protected:
   explicit Database(const Config& config) : config_(config) {}
+  // The root swip of a new (empty) or existing table, at a stable address; Error on a
+  // duplicate or missing name, or sizes other than the table's.
+  virtual Swip& create_table_root(std::string_view name, std::size_t key_size,
+                                  std::size_t value_size) = 0;
+  virtual Swip& open_table_root(std::string_view name, std::size_t key_size,
+                                std::size_t value_size) = 0;
+  virtual PageAccessRef page_access() = 0;
   Config config_;
 };
 

@@ -4,26 +4,11 @@
 #include <functional>
 #include <memory>
 
+#include "engine/btree_table.hpp"
 #include "engine/database.hpp"
+#include "engine/table_interface.hpp"
 
 namespace tristore {
-
-template <TableKey K, TableValue V>
-class TableInterface {
- public:
-  using Visit = std::function<bool(const K&, const V&)>;
-  using Generate = std::function<void(std::size_t index, K& key, V& value)>;
-  virtual ~TableInterface() = default;
-  virtual bool get(const K& key, V& out) = 0;
-  virtual bool get_part(const K& key, std::size_t offset, std::size_t length, void* out) = 0;
-  virtual bool insert(const K& key, const V& value) = 0;
-  virtual bool update(const K& key, const V& value) = 0;
-  virtual bool update_part(const K& key, std::size_t offset, std::size_t length,
-                           const void* bytes) = 0;
-  virtual bool remove(const K& key) = 0;
-  virtual std::size_t scan(const K& from, std::size_t limit, const Visit& visit) = 0;
-  virtual void bulk_load(std::size_t count, const Generate& generate, double fill_factor) = 0;
-};
 
 template <TableKey K, TableValue V>
 class Table {
@@ -59,5 +44,17 @@ class Table {
  private:
   std::shared_ptr<TableInterface<K, V>> impl_;
 };
+
+template <TableKey K, TableValue V>
+Table<K, V> Database::create_table(std::string_view name) {
+  Swip& root = create_table_root(name, sizeof(K), sizeof(V));
+  return Table<K, V>(make_btree_table<K, V>(page_access(), root));
+}
+
+template <TableKey K, TableValue V>
+Table<K, V> Database::open_table(std::string_view name) {
+  Swip& root = open_table_root(name, sizeof(K), sizeof(V));
+  return Table<K, V>(make_btree_table<K, V>(page_access(), root));
+}
 
 }  // namespace tristore

@@ -1,0 +1,125 @@
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "engine/database.hpp"
+#include "engine/table.hpp"
+
+using namespace tristore;
+
+namespace {
+
+Config main_memory_config(std::uint64_t dram_bytes = 64 * kMiB) {
+  Config config;
+  config.architecture = Architecture::kMainMemory;
+  config.dram_bytes = dram_bytes;
+  return config;
+}
+
+struct Account {
+  std::uint64_t balance;
+  std::array<char, 56> name;
+};
+
+}  // namespace
+
+TEST(EngineDatabase, MainMemoryTableRoundTrip) {
+  auto db = Database::open(main_memory_config());
+  auto accounts = db->create_table<std::uint64_t, Account>("accounts");
+  for (std::uint64_t k = 0; k < 10000; ++k) {
+    Account a{k * 10, {}};
+    std::snprintf(a.name.data(), a.name.size(), "user%llu", static_cast<unsigned long long>(k));
+    ASSERT_TRUE(accounts.insert(k, a));
+  }
+  Account a;
+  ASSERT_TRUE(accounts.get(1234, a));
+  EXPECT_EQ(a.balance, 12340u);
+  EXPECT_STREQ(a.name.data(), "user1234");
+  EXPECT_FALSE(accounts.insert(1234, a));
+
+  std::uint64_t balance = 7;
+  ASSERT_TRUE(accounts.update_part(1234, offsetof(Account, balance), sizeof(balance), &balance));
+  std::uint64_t read_back = 0;
+  ASSERT_TRUE(accounts.get_part(1234, 0, sizeof(read_back), &read_back));
+  EXPECT_EQ(read_back, 7u);
+
+  std::vector<std::uint64_t> keys;
+  EXPECT_EQ(accounts.scan(9995, 100,
+                          [&](const std::uint64_t& k, const Account&) {
+                            keys.push_back(k);
+                            return true;
+                          }),
+            5u);
+  EXPECT_EQ(keys, (std::vector<std::uint64_t>{9995, 9996, 9997, 9998, 9999}));
+  EXPECT_TRUE(accounts.remove(9999));
+  EXPECT_FALSE(accounts.get(9999, a));
+  EXPECT_GT(db->memory_usage().dram_bytes, 10000 * sizeof(Account));
+}
+
+TEST(EngineDatabase, OpenTableSharesTheRootWithCreateTable) {
+  auto db = Database::open(main_memory_config());
+  auto created = db->create_table<std::uint32_t, std::uint32_t>("t");
+  auto opened = db->open_table<std::uint32_t, std::uint32_t>("t");
+  for (std::uint32_t k = 0; k < 5000; ++k) created.insert(k, k + 1);  // grows the root
+  std::uint32_t v = 0;
+  ASSERT_TRUE(opened.get(4999, v));
+  EXPECT_EQ(v, 5000u);
+}
+
+TEST(EngineDatabase, CatalogErrorsAreOneLineErrors) {
+  auto db = Database::open(main_memory_config());
+  db->create_table<std::uint32_t, std::uint64_t>("t");
+  EXPECT_THROW((db->create_table<std::uint32_t, std::uint64_t>("t")), Error);
+  EXPECT_THROW((db->open_table<std::uint32_t, std::uint64_t>("missing")), Error);
+  EXPECT_THROW((db->open_table<std::uint64_t, std::uint64_t>("t")), Error);
+  EXPECT_THROW((db->create_table<std::uint32_t, std::uint64_t>("")), Error);
+  EXPECT_THROW((db->create_table<std::uint32_t, std::uint64_t>(std::string(48, 'x'))), Error);
+}
+
+TEST(EngineDatabase, PartOutsideTheValueIsAnError) {
+  auto db = Database::open(main_memory_config());
+  auto t = db->create_table<std::uint32_t, std::uint64_t>("t");
+  t.insert(1, 1);
+  char buffer[16];
+  EXPECT_THROW(t.get_part(1, 4, 8, buffer), Error);
+  EXPECT_THROW(t.update_part(1, 9, 0, buffer), Error);
+  EXPECT_TRUE(t.get_part(1, 4, 4, buffer));
+}
+
+TEST(EngineDatabase, MainMemoryBudgetIsEnforced) {
+  EXPECT_THROW(Database::open(main_memory_config(16 * 1024)), Error);
+  auto db = Database::open(main_memory_config(1 * kMiB));
+  auto t = db->create_table<std::uint64_t, std::array<char, 1000>>("big");
+  std::array<char, 1000> value{};
+  try {
+    for (std::uint64_t k = 0; k < 10000; ++k) t.insert(k, value);
+    FAIL() << "1 MiB cannot hold 10 MB";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("exceeds the DRAM budget (1 MiB)"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_LE(db->memory_usage().dram_bytes, 1 * kMiB);
+  std::array<char, 1000> out;
+  EXPECT_TRUE(t.get(0, out)) << "the tree stays usable after the error";
+}
+
+TEST(EngineDatabase, BulkLoadThroughTheTable) {
+  auto db = Database::open(main_memory_config());
+  auto t = db->create_table<std::uint64_t, std::uint64_t>("t");
+  t.bulk_load(100000, [](std::size_t i, std::uint64_t& k, std::uint64_t& v) {
+    k = i * 2;
+    v = i;
+  });
+  std::uint64_t v = 0;
+  ASSERT_TRUE(t.get(2 * 77777, v));
+  EXPECT_EQ(v, 77777u);
+  EXPECT_FALSE(t.get(2 * 77777 + 1, v));
+  // 0.66 fill: about 100000 / 670 leaves.
+  EXPECT_LT(db->memory_usage().dram_bytes, 160 * kPageSize);
+  EXPECT_GT(db->memory_usage().dram_bytes, 140 * kPageSize);
+}

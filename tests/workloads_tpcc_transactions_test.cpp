@@ -391,6 +391,17 @@ TEST_F(TpccTransactionsTest, CheckerReportsBrokenConditions) {
   expect_consistent(*tpcc_);
 }
 
+TEST(TpccOptionsTest, ZeroWarehousesAndTransactionsBeforeLoadingAreErrors) {
+  Config config;
+  config.architecture = Architecture::kMainMemory;
+  config.dram_bytes = 64 * kMiB;
+  std::unique_ptr<Database> db = Database::open(config);
+  EXPECT_THROW(Tpcc(*db, {.warehouses = 0, .seed = 1}), Error);
+  Tpcc tpcc(*db, {.warehouses = 1, .seed = 1});  // the failed one created no tables
+  EXPECT_THROW(tpcc.run_one(), Error);
+  EXPECT_EQ(tpcc.transactions(), 0u);
+}
+
 // The same checks on the three-tier architecture with pools smaller than the data, when it
 // can be opened (it is skipped until the engine provides it).
 TEST(TpccThreeTierTest, LoadAndMixedRunStayConsistentWithSmallPools) {

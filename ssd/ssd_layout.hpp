@@ -35,7 +35,7 @@ struct SsdLayout {
     return (1 + copy * bitmap_pages) * kPageSize;
   }
   constexpr std::uint64_t bitmap_bytes() const { return bitmap_pages * kPageSize; }
-  constexpr std::uint64_t superblock_offset(unsigned copy) const {
+  static constexpr std::uint64_t superblock_offset(unsigned copy) {
     return copy * kSuperblockCopySize;
   }
   constexpr std::uint64_t page_offset(PageId id) const {

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cassert>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -186,8 +185,7 @@ std::unique_ptr<SsdPageFile> SsdPageFile::open(const SsdOptions& options) {
   SuperblockState states[2];
   for (unsigned copy = 0; copy < 2; ++copy) {
     states[copy] = decode_superblock(
-        {first_page.data() + SsdLayout{}.superblock_offset(copy), sizeof(Superblock)},
-        copies[copy]);
+        {first_page.data() + SsdLayout::superblock_offset(copy), sizeof(Superblock)}, copies[copy]);
   }
   if (states[0] == SuperblockState::kBadMagic && states[1] == SuperblockState::kBadMagic)
     fail("{} is not a tristore SSD file (bad magic)", options.path);

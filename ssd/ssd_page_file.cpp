@@ -173,10 +173,8 @@ std::unique_ptr<SsdPageFile> SsdPageFile::open(const SsdOptions& options) {
   DirectFile file(options.path, DirectFile::Mode::kOpen);
   std::uint64_t file_size = file.size();
   if (file_size < kPageSize)
-    fail(
-        "SSD file {} is {} bytes, too short for a superblock: truncated, or not a tristore SSD "
-        "file",
-        options.path, file_size);
+    fail("SSD file {} is {} bytes, too short for a superblock ({})", options.path, file_size,
+         "truncated, or not a tristore SSD file");
   AlignedPageBuffer first_page(kPageSize);
   file.read_exact(0, first_page.data(), kPageSize);
 
@@ -207,8 +205,8 @@ std::unique_ptr<SsdPageFile> SsdPageFile::open(const SsdOptions& options) {
     fail("SSD file {} was created with {} bytes, not the {} bytes asked for", options.path,
          newest.size_bytes, options.size_bytes);
 
-  // 4. The bitmap of the newest copy whose bitmap checksum holds (an older one if a crash tore
-  //    the newest generation's bitmap before its superblock landed).
+  // 4. The bitmap of the newest generation whose bitmap passes; the older one if the newest
+  //    generation's bitmap is damaged.
   SsdLayout layout = newest.layout();
   AlignedPageBuffer bitmap_bytes(layout.bitmap_bytes());
   auto state = std::make_unique<State>(options, std::move(file), layout);

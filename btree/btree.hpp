@@ -62,7 +62,8 @@ class BTree {
   using Guard = typename Access::Guard;
   using Leaf = LeafLayout<K, V>;
   using Inner = InnerLayout<K>;
-  static_assert(std::movable<Guard>, "the B-tree moves guards down the path");
+  static_assert(std::is_move_constructible_v<Guard> && std::is_move_assignable_v<Guard>,
+                "the B-tree moves guards down the path");
 
  public:
   static constexpr std::uint32_t kLeafCapacity = Leaf::kCapacity;

@@ -10,6 +10,7 @@
 #include "engine/database.hpp"
 #include "engine/table_interface.hpp"
 #include "tiers/main_memory_access.hpp"
+#include "tiers/nvm_direct_access.hpp"
 
 namespace tristore {
 

@@ -2,6 +2,7 @@
 
 #include "common/error.hpp"
 #include "engine/main_memory_database.hpp"
+#include "engine/nvm_direct_database.hpp"
 
 namespace tristore {
 
@@ -10,6 +11,7 @@ std::unique_ptr<Database> Database::open(const Config& config) {
     case Architecture::kMainMemory:
       return open_main_memory_database(config);
     case Architecture::kNvmDirect:
+      return open_nvm_direct_database(config);
     case Architecture::kBasicNvm:
     case Architecture::kSsdBm:
     case Architecture::kThreeTier:

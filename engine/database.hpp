@@ -34,9 +34,10 @@ template <TableKey K, TableValue V>
 class Table;  // engine/table.hpp
 
 class MainMemoryAccess;
+class NvmDirectAccess;
 
 // The page-access policy an open database runs on; tables instantiate the B-tree for it.
-using PageAccessRef = std::variant<MainMemoryAccess*>;
+using PageAccessRef = std::variant<MainMemoryAccess*, NvmDirectAccess*>;
 
 struct MemoryUsage {
   std::uint64_t dram_bytes = 0;        // buffer pool (or in-memory pages) in use

@@ -2,9 +2,12 @@
 
 #include <array>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "common/error.hpp"
 #include "engine/database.hpp"
@@ -122,4 +125,84 @@ TEST(EngineDatabase, BulkLoadThroughTheTable) {
   // 0.66 fill: about 100000 / 670 leaves.
   EXPECT_LT(db->memory_usage().dram_bytes, 160 * kPageSize);
   EXPECT_GT(db->memory_usage().dram_bytes, 140 * kPageSize);
+}
+
+namespace {
+
+// A unique NVM file under /dev/shm, removed afterwards.
+struct TempNvmFile {
+  std::string path = "/dev/shm/tristore-engine-test-" + std::to_string(::getpid()) + "-" +
+                     std::to_string(counter++) + ".nvm";
+  ~TempNvmFile() { std::remove(path.c_str()); }
+  static inline int counter = 0;
+};
+
+Config nvm_direct_config(const std::string& path, bool create = true) {
+  Config config;
+  config.architecture = Architecture::kNvmDirect;
+  config.nvm_path = path;
+  config.nvm_bytes = 32 * kMiB;
+  config.create = create;
+  return config;
+}
+
+}  // namespace
+
+TEST(EngineDatabase, NvmDirectReopensWithItsTables) {
+  TempNvmFile file;
+  {
+    auto db = Database::open(nvm_direct_config(file.path));
+    auto t = db->create_table<std::uint64_t, std::uint64_t>("numbers");
+    auto u = db->create_table<std::uint32_t, Account>("accounts");
+    for (std::uint64_t k = 0; k < 20000; ++k) ASSERT_TRUE(t.insert(k, k * k));
+    u.insert(7, Account{70, {}});
+    Counters c = db->counters();
+    EXPECT_GT(c.nvm_lines_read, 0u);
+    EXPECT_GT(c.nvm_lines_written, 0u);
+    EXPECT_GT(db->memory_usage().nvm_bytes, 20000u * 16);
+  }
+  auto db = Database::open(nvm_direct_config(file.path, false));
+  auto t = db->open_table<std::uint64_t, std::uint64_t>("numbers");
+  std::uint64_t v = 0;
+  for (std::uint64_t k = 0; k < 20000; k += 99) {
+    ASSERT_TRUE(t.get(k, v));
+    EXPECT_EQ(v, k * k);
+  }
+  Account a;
+  ASSERT_TRUE((db->open_table<std::uint32_t, Account>("accounts").get(7, a)));
+  EXPECT_EQ(a.balance, 70u);
+  EXPECT_THROW((db->open_table<std::uint32_t, std::uint32_t>("numbers")), Error);
+}
+
+TEST(EngineDatabase, NvmDirectLookupChargesFewLines) {
+  TempNvmFile file;
+  auto db = Database::open(nvm_direct_config(file.path));
+  auto t = db->create_table<std::uint64_t, std::uint64_t>("t");
+  t.bulk_load(
+      600, [](std::size_t i, std::uint64_t& k, std::uint64_t& v) { k = v = i; }, 1.0);
+  Counters before = db->counters();
+  std::uint64_t v;
+  ASSERT_TRUE(t.get(300, v));
+  Counters after = db->counters();
+  EXPECT_LE(after.nvm_lines_read - before.nvm_lines_read, 12u);
+  EXPECT_EQ(after.nvm_lines_written, before.nvm_lines_written) << "a lookup writes nothing";
+  ASSERT_TRUE(t.update(300, 1));
+  EXPECT_EQ(db->counters().nvm_lines_written - after.nvm_lines_written, 1u)
+      << "an update persists the one line of its value";
+}
+
+TEST(EngineDatabase, NvmDirectConfigurationErrors) {
+  TempNvmFile file;
+  EXPECT_THROW(Database::open(nvm_direct_config("/no/such/dir/x.nvm")), Error);
+  EXPECT_THROW(Database::open(nvm_direct_config(file.path, false)), Error) << "missing file";
+  Config tiny = nvm_direct_config(file.path);
+  tiny.nvm_bytes = 4096;
+  EXPECT_THROW(Database::open(tiny), Error);
+  {
+    std::FILE* f = std::fopen(file.path.c_str(), "wb");
+    std::vector<char> junk(8 * kMiB, 'x');
+    std::fwrite(junk.data(), 1, junk.size(), f);
+    std::fclose(f);
+  }
+  EXPECT_THROW(Database::open(nvm_direct_config(file.path, false)), Error) << "not ours";
 }

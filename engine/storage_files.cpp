@@ -1,0 +1,55 @@
+#include "engine/storage_files.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "common/error.hpp"
+
+namespace tristore {
+
+namespace {
+
+// A clearer message than the mapping or open call would give.
+void require_directory(const std::string& path, std::string_view what) {
+  std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (parent.empty()) return;
+  std::error_code error;
+  if (!std::filesystem::is_directory(parent, error))
+    fail("{} path '{}': directory '{}' does not exist", what, path, parent.string());
+}
+
+}  // namespace
+
+std::string effective_ssd_path(const Config& config) {
+  if (!config.ssd_path.empty()) return config.ssd_path;
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string directory = tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp";
+  return directory + "/tristore.ssd";
+}
+
+std::unique_ptr<NvmTier> open_nvm_tier(const Config& config, std::uint64_t database_id) {
+  require_directory(config.nvm_path, "NVM");
+  NvmTierOptions options;
+  options.device.path = config.nvm_path;
+  options.device.size_bytes = config.create ? config.nvm_bytes : 0;
+  options.device.create = config.create;
+  options.device.numa_node = config.numa_node;
+  options.device.read_ns = config.nvm_read_ns;
+  options.device.write_ns = config.nvm_write_ns;
+  options.device.llc_bytes = config.llc_bytes;
+  options.database_id = database_id;
+  return config.create ? NvmTier::create(options) : NvmTier::open(options);
+}
+
+std::unique_ptr<SsdPageFile> open_ssd_file(const Config& config, std::uint64_t database_id) {
+  std::string path = effective_ssd_path(config);
+  require_directory(path, "SSD");
+  SsdOptions options;
+  options.path = path;
+  options.size_bytes = config.create ? config.ssd_bytes : 0;
+  options.create = config.create;
+  options.database_id = database_id;
+  return config.create ? SsdPageFile::create(options) : SsdPageFile::open(options);
+}
+
+}  // namespace tristore

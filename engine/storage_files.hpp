@@ -1,0 +1,21 @@
+#pragma once
+// Opening the NVM and SSD files of a database from its Config: create fresh ones, or open
+// existing ones that must belong to the same database.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/config.hpp"
+#include "nvm/nvm_tier.hpp"
+#include "ssd/ssd_page_file.hpp"
+
+namespace tristore {
+
+// Config::ssd_path, or $TMPDIR (else /tmp) + "/tristore.ssd" when it is empty.
+std::string effective_ssd_path(const Config& config);
+
+// database_id: 0 = a new random id (create) or any (open).
+std::unique_ptr<NvmTier> open_nvm_tier(const Config& config, std::uint64_t database_id = 0);
+std::unique_ptr<SsdPageFile> open_ssd_file(const Config& config, std::uint64_t database_id = 0);
+
+}  // namespace tristore

@@ -9,6 +9,7 @@
 #include "common/error.hpp"
 #include "engine/database.hpp"
 #include "engine/table_interface.hpp"
+#include "tiers/buffer_manager.hpp"
 #include "tiers/main_memory_access.hpp"
 #include "tiers/nvm_direct_access.hpp"
 

@@ -1,6 +1,7 @@
 #include "engine/database.hpp"
 
 #include "common/error.hpp"
+#include "engine/buffered_database.hpp"
 #include "engine/main_memory_database.hpp"
 #include "engine/nvm_direct_database.hpp"
 
@@ -15,10 +16,9 @@ std::unique_ptr<Database> Database::open(const Config& config) {
     case Architecture::kBasicNvm:
     case Architecture::kSsdBm:
     case Architecture::kThreeTier:
-      break;
+      return open_buffered_database(config);
   }
-  fail("architecture '{}' is not available in this build yet",
-       architecture_name(config.architecture));
+  fail("unknown architecture {}", static_cast<int>(config.architecture));
 }
 
 }  // namespace tristore

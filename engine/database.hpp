@@ -35,9 +35,10 @@ class Table;  // engine/table.hpp
 
 class MainMemoryAccess;
 class NvmDirectAccess;
+class BufferManager;
 
 // The page-access policy an open database runs on; tables instantiate the B-tree for it.
-using PageAccessRef = std::variant<MainMemoryAccess*, NvmDirectAccess*>;
+using PageAccessRef = std::variant<MainMemoryAccess*, NvmDirectAccess*, BufferManager*>;
 
 struct MemoryUsage {
   std::uint64_t dram_bytes = 0;        // buffer pool (or in-memory pages) in use

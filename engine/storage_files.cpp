@@ -1,5 +1,6 @@
 #include "engine/storage_files.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -27,6 +28,10 @@ std::string effective_ssd_path(const Config& config) {
   return directory + "/tristore.ssd";
 }
 
+std::uint64_t nvm_log_bytes(std::uint64_t nvm_bytes) {
+  return std::clamp<std::uint64_t>(nvm_bytes / 8 / 4096 * 4096, 64 * 1024, 16 * kMiB);
+}
+
 std::unique_ptr<NvmTier> open_nvm_tier(const Config& config, std::uint64_t database_id) {
   require_directory(config.nvm_path, "NVM");
   NvmTierOptions options;
@@ -37,6 +42,7 @@ std::unique_ptr<NvmTier> open_nvm_tier(const Config& config, std::uint64_t datab
   options.device.read_ns = config.nvm_read_ns;
   options.device.write_ns = config.nvm_write_ns;
   options.device.llc_bytes = config.llc_bytes;
+  options.log_bytes = nvm_log_bytes(config.nvm_bytes);
   options.database_id = database_id;
   return config.create ? NvmTier::create(options) : NvmTier::open(options);
 }

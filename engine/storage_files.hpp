@@ -14,6 +14,10 @@ namespace tristore {
 // Config::ssd_path, or $TMPDIR (else /tmp) + "/tristore.ssd" when it is empty.
 std::string effective_ssd_path(const Config& config);
 
+// The NVM log area: an eighth of the NVM file, between 64 KiB and 16 MiB, so that small test
+// and experiment configurations keep most of their NVM for pages.
+std::uint64_t nvm_log_bytes(std::uint64_t nvm_bytes);
+
 // database_id: 0 = a new random id (create) or any (open).
 std::unique_ptr<NvmTier> open_nvm_tier(const Config& config, std::uint64_t database_id = 0);
 std::unique_ptr<SsdPageFile> open_ssd_file(const Config& config, std::uint64_t database_id = 0);

@@ -165,6 +165,18 @@ TEST(WorkloadsBenchFlags, UnknownFlagsAndSecondsWithOpsAreParseErrors) {
   EXPECT_THROW(parse({"--records", "many"}), CLI::ParseError);
 }
 
+TEST(WorkloadsBenchFlags, ALaterFlagOverridesAnEarlierOne) {
+  const BenchOptions o =
+      parse({"--seconds", "3", "--dram", "1GiB", "--seconds", "7", "--dram", "2GiB"});
+  EXPECT_DOUBLE_EQ(o.seconds, 7);
+  EXPECT_EQ(o.config.dram_bytes, 2ULL << 30);
+}
+
+TEST(WorkloadsBenchFlags, FullScanIsSelectable) {
+  EXPECT_TRUE(parse({"--workload", "ycsb-scan", "--full-scan"}).ycsb.full_scan);
+  EXPECT_FALSE(parse({"--workload", "ycsb-scan"}).ycsb.full_scan);
+}
+
 TEST(WorkloadsBenchFlags, DataThatFitsItsTierIsAccepted) {
   // 100k YCSB records are ~160 MiB of pages: fit 1 GiB of NVM and 200 MiB of DRAM.
   EXPECT_NO_THROW(parse({"--arch", "nvm-direct", "--records", "100000"}));

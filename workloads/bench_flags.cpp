@@ -28,6 +28,8 @@ std::uint64_t parse_size_flag(std::string_view flag, const std::string& text) {
 }  // namespace
 
 BenchFlags::BenchFlags(CLI::App& app) {
+  // A flag given twice takes its last value, so scripts can override their defaults.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   BenchOptions& o = defaults_;
   app.add_option("--arch", arch_, "3tier|basic-nvm|nvm-direct|ssd-bm|main-memory")
       ->capture_default_str();
@@ -60,6 +62,7 @@ BenchFlags::BenchFlags(CLI::App& app) {
   app.add_option("--scan-length", o.ycsb.max_scan_length,
                  "ycsb-scan: scans are of uniform length in [1, N]")
       ->capture_default_str();
+  app.add_flag("--full-scan", o.ycsb.full_scan, "ycsb-scan: every scan reads the whole table");
   app.add_option("--fill-factor", o.ycsb.fill_factor, "B-tree leaf fill after loading")
       ->capture_default_str();
   app.add_flag("--micro", o.ycsb.micro, "YCSB with 8-byte keys and 8-byte values (paper 5.5)");

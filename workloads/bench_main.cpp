@@ -1,21 +1,38 @@
 // tristore-bench: the single entry point for every experiment (DESIGN.md section 8).
-#include <CLI/CLI.hpp>
+// Exit status: 0 success, 2 bad flags or a run that cannot work (one line on stderr), 1 other
+// failures.
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <exception>
+#include <fstream>
 
 #include "common/error.hpp"
-#include "engine/config.hpp"
+#include "workloads/bench_flags.hpp"
+#include "workloads/bench_runner.hpp"
+
+namespace {
+
+void write_json(const std::string& path, const nlohmann::json& result) {
+  std::ofstream out(path);
+  out << result.dump(2) << '\n';
+  if (!out) tristore::fail("--json {}: cannot write the result file", path);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"tristore-bench: YCSB and TPC-C on the five architectures"};
-  std::string arch = "3tier";
-  app.add_option("--arch", arch, "3tier|basic-nvm|nvm-direct|ssd-bm|main-memory");
+  CLI::App app{"tristore-bench: YCSB and TPC-C on the five tristore architectures"};
+  tristore::BenchFlags flags(app);
   try {
     app.parse(argc, argv);
-    auto architecture = tristore::parse_architecture(arch);
-    fmt::print("arch={}\n", tristore::architecture_name(architecture));
-  } catch (const CLI::CallForHelp& e) {
+    const tristore::BenchOptions options = flags.finish();
+    const nlohmann::json result = tristore::run_bench(options);
+    if (!options.json_path.empty()) write_json(options.json_path, result);
+    fmt::print("{}\n", tristore::summary_line(result));
+    return 0;
+  } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     fmt::print(stderr, "tristore-bench: {}\n", e.what());
@@ -23,6 +40,8 @@ int main(int argc, char** argv) {
   } catch (const tristore::Error& e) {
     fmt::print(stderr, "tristore-bench: {}\n", e.what());
     return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "tristore-bench: unexpected failure: {}\n", e.what());
+    return 1;
   }
-  return 0;
 }

@@ -67,6 +67,7 @@ nlohmann::json config_json(const BenchOptions& options) {
   json["update_ratio_percent"] =
       ycsb.kind == YcsbKind::kReadWrite ? ycsb.update_ratio_percent : 0.0;
   json["max_scan_length"] = ycsb.kind == YcsbKind::kScan ? ycsb.max_scan_length : 0;
+  json["full_scan"] = ycsb.kind == YcsbKind::kScan && ycsb.full_scan;
   json["fill_factor"] = ycsb.fill_factor;
   return json;
 }

@@ -164,8 +164,12 @@ class YcsbRunner {
 
   void scan(std::uint64_t key) {
     ++tallies_.scans;
-    const std::size_t length = random_.next_between(1, options_.max_scan_length);
+    std::size_t length = random_.next_between(1, options_.max_scan_length);
     const std::size_t field = random_.next_below(kYcsbFieldCount);
+    if (options_.full_scan) {
+      key = 0;
+      length = options_.records;
+    }
     tallies_.scanned_records +=
         table_.scan(static_cast<Key>(key), length, [this, field](const Key&, const Value& value) {
           read_field(value, field);

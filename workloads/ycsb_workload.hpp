@@ -3,6 +3,7 @@
 //   ycsb-ro    point lookups reading one random field (get_part)
 //   ycsb-rw    --update-ratio % updates of one random field (update_part), the rest lookups
 //   ycsb-scan  range scans of uniform length in [1, 100] reading one random field per record
+//              (or, with full_scan, whole-table scans: paper section 5.4.2)
 // The micro mode uses 8-byte keys and values (section 5.5) and whole-value get/update.
 #include <cstdint>
 #include <string_view>
@@ -25,6 +26,7 @@ struct YcsbOptions {
   double zipf_theta = 1.0;
   double update_ratio_percent = 50;  // ycsb-rw only
   std::uint32_t max_scan_length = 100;
+  bool full_scan = false;  // ycsb-scan: every scan visits the whole table from its first key
   bool micro = false;
   double fill_factor = 0.66;
   std::uint64_t seed = 42;

@@ -1,0 +1,87 @@
+"""Reading tristore-bench JSON results and the paper's plot conventions, shared by plots/*.py."""
+import json
+import os
+import pathlib
+import re
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PLOTS_DIR = ROOT / "results" / "plots"
+
+# (label, colour, marker) per architecture, in the paper's legend order.
+ARCH_STYLE = {
+    "main-memory": ("Main Memory", "tab:green", "s"),
+    "nvm-direct": ("NVM Direct", "tab:red", "^"),
+    "basic-nvm": ("Basic NVM BM", "tab:orange", "o"),
+    "ssd-bm": ("SSD BM", "tab:gray", "v"),
+    "3tier": ("3 Tier BM", "tab:blue", "D"),
+}
+
+
+def pyplot():
+    """matplotlib's pyplot on the file-only backend (no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def load(directory):
+    """Every result in directory/*.json, sorted by file name; unreadable files are reported."""
+    results = []
+    for path in sorted(pathlib.Path(directory).glob("*.json")):
+        try:
+            with open(path) as f:
+                result = json.load(f)
+        except (OSError, ValueError) as error:
+            print(f"skipping {path}: {error}", file=sys.stderr)
+            continue
+        result["_file"] = path.name
+        results.append(result)
+    if not results:
+        sys.exit(f"error: no results in {directory}; run the experiment script first")
+    return results
+
+
+def get(result, dotted):
+    """result['a']['b'] for 'a.b'."""
+    value = result
+    for part in dotted.split("."):
+        value = value[part]
+    return value
+
+
+def variant(result):
+    """The architecture, with the 3tier optimisations that are switched off."""
+    config = result["config"]
+    name = config["arch"]
+    off = [flag for flag, key in (("cl", "cache_line_grained"), ("mini", "mini_pages"),
+                                  ("swizzle", "swizzling")) if not config.get(key, True)]
+    return name + "".join(f" -{flag}" for flag in off)
+
+
+def label(result):
+    """The run's file name without its ordering prefix: "03_plus-mini-pages.json" -> "plus-mini-pages"."""
+    return re.sub(r"^\d+_", "", pathlib.Path(result["_file"]).stem)
+
+
+def by_arch(results):
+    """{arch: [results]} in the paper's legend order."""
+    groups = {}
+    for result in results:
+        groups.setdefault(result["config"]["arch"], []).append(result)
+    return {arch: groups[arch] for arch in ARCH_STYLE if arch in groups}
+
+
+def mib(n):
+    return n / (1024 * 1024)
+
+
+def save(fig, name):
+    PLOTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = PLOTS_DIR / f"{name}.png"
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    print(f"wrote {os.path.relpath(path, os.getcwd())}")
+    return path

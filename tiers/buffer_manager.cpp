@@ -317,8 +317,10 @@ void BufferManager::move_swips(Guard& destination, std::uint32_t offset, Guard* 
   // 2. Copy out (the ranges may overlap), retarget swizzled children, copy in.
   std::array<Swip, kPageSize / sizeof(Swip)> moved;
   std::memcpy(moved.data(), swips, bytes);
+  // (All-zero bytes, e.g. the untouched tail of a swip array, are no pointer.)
+  auto points_to_frame = [](Swip swip) { return swip.is_swizzled() && swip.raw() != 0; };
   for (std::uint32_t i = 0; i < count; ++i) {
-    if (!moved[i].is_swizzled()) continue;
+    if (!points_to_frame(moved[i])) continue;
     FrameHeader* child = moved[i].frame<FrameHeader>();
     if (!child->has(frame_flag::kOwnerIsRoot)) --child->owner.parent->swizzled_children;
     child->owner.parent = target;
@@ -330,7 +332,7 @@ void BufferManager::move_swips(Guard& destination, std::uint32_t offset, Guard* 
   // 3. Vacated source swips must not keep a pointer that could leave DRAM: restore page ids.
   for (std::uint32_t i = 0; i < count; ++i) {
     auto* source = reinterpret_cast<std::byte*>(swips + i);
-    if (!moved[i].is_swizzled() || (source >= out && source < out + bytes)) continue;
+    if (!points_to_frame(moved[i]) || (source >= out && source < out + bytes)) continue;
     const Swip page_id = Swip::from_page_id(moved[i].frame<FrameHeader>()->page_id);
     std::memcpy(source, &page_id, sizeof(page_id));
   }

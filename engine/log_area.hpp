@@ -29,6 +29,7 @@ class LogArea {
   std::uint64_t contiguous(Lsn lsn) const { return capacity_ - lsn % capacity_; }
 
   void write(Lsn lsn, const void* source, std::uint64_t length) {
+    if (length == 0) return;  // an empty payload part may have no address at all
     const std::uint64_t first = std::min(length, contiguous(lsn));
     device_->write(at(lsn), source, first);
     if (first < length) [[unlikely]]

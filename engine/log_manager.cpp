@@ -1,5 +1,6 @@
 #include "engine/log_manager.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -26,6 +27,11 @@ std::uint64_t record_capacity(const NvmDevice& device, std::span<std::byte> area
   return (area.size() - kLogRecordAreaOffset) / kLogRecordAlignment * kLogRecordAlignment;
 }
 
+std::uint64_t checkpoint_reserve(std::uint64_t capacity) {
+  const std::uint64_t eighth = capacity / 8 / kLogRecordAlignment * kLogRecordAlignment;
+  return std::min(kMaxCheckpointReserve, eighth);
+}
+
 std::uint32_t checksum_seed(std::uint64_t log_id) {
   return static_cast<std::uint32_t>(log_id ^ (log_id >> 32));
 }
@@ -45,8 +51,7 @@ LogManager::LogManager(NvmDevice& device, std::span<std::byte> area, const LogHe
       area_(device, area.data() + kLogRecordAreaOffset, header.capacity,
             checksum_seed(header.log_id)),
       log_id_(header.log_id),
-      checkpoint_reserve_(std::min(
-          kMaxCheckpointReserve, header.capacity / 8 / kLogRecordAlignment * kLogRecordAlignment)),
+      checkpoint_reserve_(checkpoint_reserve(header.capacity)),
       epoch_(header.epoch),
       generation_(header.generation),
       start_(header.start_lsn),

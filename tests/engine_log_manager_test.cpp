@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -10,6 +11,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/error.hpp"
@@ -411,6 +413,61 @@ TEST_F(LogManagerTest, TruncateAndCheckpointRejectLsnsThatAreNoRecordStart) {
   EXPECT_THROW(log->set_checkpoint(first + 8), Error);
   EXPECT_THROW(log->set_checkpoint(log->end_lsn()), Error);
   EXPECT_EQ(log->start_lsn(), first);
+}
+
+TEST_F(LogManagerTest, ConcurrentCommitsKeepEveryRecordOnceAndInThreadOrder) {
+  create_device(4 << 20);
+  auto log = LogManager::create(*device_, area());
+  constexpr int kThreads = 4;
+  constexpr std::uint64_t kPerThread = 500;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (std::uint64_t i = 0; i < kPerThread; ++i) {
+        const Lsn lsn = log->append(LogRecordType::kUndoLogical, t, kNoLsn, {bytes_of(i)});
+        log->commit(t, lsn);
+      }
+    });
+  for (auto& thread : threads) thread.join();
+
+  std::vector<std::uint64_t> next(kThreads, 0);
+  auto cursor = log->read_from_start();
+  while (auto record = cursor.next()) {
+    ASSERT_LT(record->txn, static_cast<TxnId>(kThreads));
+    if (record->type != LogRecordType::kUndoLogical) continue;
+    std::uint64_t i;
+    std::memcpy(&i, record->payload.data(), sizeof(i));
+    EXPECT_EQ(i, next[record->txn]++) << "thread " << record->txn;
+  }
+  for (const std::uint64_t count : next) EXPECT_EQ(count, kPerThread);
+  EXPECT_LE(log->stats().fences, kThreads * kPerThread);
+  EXPECT_EQ(log->persisted_lsn(), log->end_lsn());
+}
+
+TEST_F(LogManagerTest, ConcurrentAppendsToAFullLogRunOneCheckpointAtATime) {
+  create_device(16 << 10);
+  auto log = LogManager::create(*device_, area());
+  std::atomic<int> running{0};
+  std::atomic<int> overlaps{0};
+  std::atomic<int> calls{0};
+  log->set_on_full([&] {
+    if (running.fetch_add(1) != 0) ++overlaps;
+    ++calls;
+    const Lsn begin = log->append(LogRecordType::kCheckpointBegin, 0, kNoLsn);
+    log->truncate_before(begin);
+    running.fetch_sub(1);
+  });
+  std::vector<std::thread> threads;
+  const std::vector<std::byte> payload(700);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 300; ++i)
+        log->append(LogRecordType::kRedoPageBytes, t, kNoLsn, {payload});
+    });
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(overlaps.load(), 0);
+  EXPECT_GE(calls.load(), 4 * 300 * 748 / (16 << 10));
+  EXPECT_EQ(log->stats().records, 4 * 300 + static_cast<std::uint64_t>(calls.load()));
 }
 
 TEST_F(LogManagerTest, LogLivesInTheNvmTierLogArea) {

@@ -292,6 +292,15 @@ LogCursor LogManager::read_from(Lsn lsn) const {
   return LogCursor(area_, lsn, start_, end_, epoch_);
 }
 
+LogRecord LogManager::record_at(Lsn lsn, std::vector<std::byte>& payload) const {
+  auto cursor = read_from(lsn);
+  auto record = cursor.next();
+  if (!record) fail("log: no record at LSN {}, the end of the log", lsn);
+  payload.assign(record->payload.begin(), record->payload.end());
+  record->payload = payload;
+  return *record;
+}
+
 LogCursor LogManager::read_from_start() const { return read_from(start_lsn()); }
 
 LogCursor LogManager::read_from_checkpoint() const {

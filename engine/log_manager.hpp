@@ -17,6 +17,7 @@
 #include <mutex>
 #include <span>
 #include <thread>
+#include <vector>
 
 #include "emulation/nvm_device.hpp"
 #include "engine/log_area.hpp"
@@ -68,6 +69,9 @@ class LogManager {
   void set_checkpoint(Lsn checkpoint_begin_lsn);
 
   LogCursor read_from(Lsn lsn) const;
+  // The record at lsn, its payload copied into payload (record.payload views it), for undo
+  // walking a prev_lsn chain. No record there -> Error.
+  LogRecord record_at(Lsn lsn, std::vector<std::byte>& payload) const;
   LogCursor read_from_start() const;
   LogCursor read_from_checkpoint() const;  // from the start if there is no checkpoint
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -169,6 +170,12 @@ TEST_F(LogManagerTest, RecordsWrapAroundTheAreaManyTimesWithTruncation) {
     if (rng() % 4 == 0) log->persist_up_to(log->end_lsn());
     if (rng() % 16 == 0) {
       ASSERT_NO_FATAL_FAILURE(expect_log_holds(*log, expected));
+      const Expected& some = expected[rng() % expected.size()];
+      std::vector<std::byte> payload;
+      const LogRecord record = log->record_at(some.lsn, payload);
+      EXPECT_EQ(record.txn, some.txn);
+      EXPECT_TRUE(std::equal(record.payload.begin(), record.payload.end(), some.payload.begin(),
+                             some.payload.end()));
     }
   }
   expect_log_holds(*log, expected);
@@ -403,7 +410,7 @@ TEST_F(LogManagerTest, RecreatedLogDoesNotReadRecordsOfTheOldOne) {
   expect_log_holds(*log, {});
 }
 
-TEST_F(LogManagerTest, TruncateAndCheckpointRejectLsnsThatAreNoRecordStart) {
+TEST_F(LogManagerTest, TruncateCheckpointAndRecordAtRejectLsnsThatAreNoRecordStart) {
   create_device(64 << 10);
   auto log = LogManager::create(*device_, area());
   const Lsn first = log->append(LogRecordType::kCommit, 1, kNoLsn);
@@ -412,6 +419,9 @@ TEST_F(LogManagerTest, TruncateAndCheckpointRejectLsnsThatAreNoRecordStart) {
   EXPECT_THROW(log->truncate_before(log->end_lsn() + 8), Error);
   EXPECT_THROW(log->set_checkpoint(first + 8), Error);
   EXPECT_THROW(log->set_checkpoint(log->end_lsn()), Error);
+  std::vector<std::byte> payload;
+  EXPECT_THROW(log->record_at(log->end_lsn(), payload), Error);
+  EXPECT_THROW(log->record_at(first + 8, payload), Error);
   EXPECT_EQ(log->start_lsn(), first);
 }
 

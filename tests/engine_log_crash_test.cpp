@@ -304,6 +304,7 @@ TEST_F(LogCrashTest, KillNineWhileAppendingLosesNoReportedRecord) {
     SCOPED_TRACE("round " + std::to_string(round) + ", seed " + std::to_string(seed));
     int pipe_fds[2];
     ASSERT_EQ(::pipe(pipe_fds), 0);
+    ASSERT_EQ(::fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK), 0);  // drained while the child runs
     const pid_t child = ::fork();
     ASSERT_GE(child, 0);
     if (child == 0) {
@@ -312,7 +313,6 @@ TEST_F(LogCrashTest, KillNineWhileAppendingLosesNoReportedRecord) {
     }
     ::close(pipe_fds[1]);
     // Drain the pipe while the child runs (a full pipe would stall it), then kill it.
-    ASSERT_EQ(::fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK), 0);
     std::vector<char> received;
     const auto drain = [&] {
       char chunk[4096];
@@ -330,7 +330,7 @@ TEST_F(LogCrashTest, KillNineWhileAppendingLosesNoReportedRecord) {
     int status = 0;
     ASSERT_EQ(::waitpid(child, &status, 0), child);
     ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
-        << "the child ended before it was killed";
+        << "the child ended before it was killed, status " << status;
     drain();
     ::close(pipe_fds[0]);
     std::vector<Report> reports(received.size() / sizeof(Report));

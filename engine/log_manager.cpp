@@ -98,6 +98,10 @@ std::unique_ptr<LogManager> LogManager::open(NvmDevice& device, std::span<std::b
   if (header == nullptr) {
     if (copies[0].magic != kLogMagic && copies[1].magic != kLogMagic)
       fail("no tristore log in {} (bad magic)", device.path());
+    for (const LogHeader& copy : copies)
+      if (copy.magic == kLogMagic && copy.checksum == copy.compute_checksum())
+        fail("log in {} has format version {}, this build reads version {}", device.path(),
+             copy.version, kLogFormatVersion);
     fail("log header corrupt in {}: no copy passes its checksum", device.path());
   }
 

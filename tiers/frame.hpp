@@ -66,7 +66,8 @@ struct alignas(64) FullFrame {
   alignas(64) std::byte data[kPageSize];
 
   bool is_resident(std::size_t first_line, std::size_t last_line) const {
-    return resident_all || resident.all(first_line, last_line);
+    if (resident_all) return true;
+    return first_line == last_line ? resident.test(first_line) : resident.all(first_line, last_line);
   }
 };
 static_assert(offsetof(FullFrame, data) <= 128, "full frame header must fit two cache lines");

@@ -85,9 +85,9 @@ class BTree {
     assert(offset + length <= sizeof(V));
     std::uint32_t count;
     Guard leaf = find_leaf(key, count);
-    std::uint32_t i = lower_bound(leaf, count, key);
-    if (i == count || key < key_at(leaf, i)) return false;
-    std::memcpy(out, leaf.read(Leaf::value_offset(i) + offset, length), length);
+    Position at = search(leaf, count, key);
+    if (!at.found) return false;
+    std::memcpy(out, leaf.read(Leaf::value_offset(at.index) + offset, length), length);
     return true;
   }
 
@@ -98,9 +98,9 @@ class BTree {
     assert(offset + length <= sizeof(V));
     std::uint32_t count;
     Guard leaf = find_leaf(key, count);
-    std::uint32_t i = lower_bound(leaf, count, key);
-    if (i == count || key < key_at(leaf, i)) return false;
-    std::memcpy(leaf.write(Leaf::value_offset(i) + offset, length), bytes, length);
+    Position at = search(leaf, count, key);
+    if (!at.found) return false;
+    std::memcpy(leaf.write(Leaf::value_offset(at.index) + offset, length), bytes, length);
     return true;
   }
 
@@ -109,10 +109,10 @@ class BTree {
     {
       std::uint32_t count;
       Guard leaf = find_leaf(key, count);
-      std::uint32_t i = lower_bound(leaf, count, key);
-      if (i < count && !(key < key_at(leaf, i))) return false;
+      Position at = search(leaf, count, key);
+      if (at.found) return false;
       if (count < kLeafCapacity) {
-        insert_into_leaf(leaf, count, i, key, value);
+        insert_into_leaf(leaf, count, at.index, key, value);
         return true;
       }
     }
@@ -226,8 +226,12 @@ class BTree {
   }
   static Swip* as_swips(std::byte* p) { return reinterpret_cast<Swip*>(p); }
 
-  // First i with keys[i] >= key. Probes one key per call until the range fits in a line.
-  static std::uint32_t lower_bound(Guard& g, std::uint32_t count, const K& key) {
+  // Probes one key per call until the range fits in a line, then reads that range at once.
+  struct Position {
+    std::uint32_t index;  // first i with keys[i] >= key
+    bool found;           // keys[index] == key
+  };
+  static Position search(Guard& g, std::uint32_t count, const K& key) {
     std::uint32_t lo = 0, hi = count;
     while (hi - lo > kKeysPerLine) {
       std::uint32_t mid = lo + (hi - lo) / 2;
@@ -236,11 +240,15 @@ class BTree {
       else
         hi = mid;
     }
-    if (lo == hi) return lo;
-    const std::byte* p = g.read(Leaf::key_offset(lo), (hi - lo) * sizeof(K));
-    for (; lo < hi; ++lo, p += sizeof(K))
-      if (!(load<K>(p) < key)) break;
-    return lo;
+    if (lo < hi) {
+      const std::byte* p = g.read(Leaf::key_offset(lo), (hi - lo) * sizeof(K));
+      for (; lo < hi; ++lo, p += sizeof(K)) {
+        K k = load<K>(p);
+        if (!(k < key)) return {lo, !(key < k)};
+      }
+    }
+    // keys[hi] >= key was probed before: it may be the key itself.
+    return {hi, hi < count && !(key < key_at(g, hi))};
   }
   // First i with keys[i] > key: the child that holds `key`.
   static std::uint32_t upper_bound(Guard& g, std::uint32_t count, const K& key) {
@@ -371,9 +379,9 @@ class BTree {
     for (;;) {
       NodeHeader h = header(node);
       if (h.is_leaf) {
-        std::uint32_t i = lower_bound(node, h.count, key);
-        if (i < h.count && !(key < key_at(node, i))) return false;
-        insert_into_leaf(node, h.count, i, key, value);
+        Position at = search(node, h.count, key);
+        if (at.found) return false;
+        insert_into_leaf(node, h.count, at.index, key, value);
         return true;
       }
       std::uint32_t i = upper_bound(node, h.count, key);
@@ -396,9 +404,9 @@ class BTree {
     for (;;) {
       NodeHeader h = header(node);
       if (h.is_leaf) {
-        std::uint32_t i = lower_bound(node, h.count, key);
-        if (i == h.count || key < key_at(node, i)) return false;
-        erase_from_leaf(node, h.count, i);
+        Position at = search(node, h.count, key);
+        if (!at.found) return false;
+        erase_from_leaf(node, h.count, at.index);
         if (parent && h.count - 1u < kLeafUnderfull)
           merge_if_fits(*parent, index_in_parent, std::move(node));
         return true;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 
 #include "common/error.hpp"
 #include "engine/database.hpp"
+#include "engine/storage_files.hpp"
 #include "engine/table.hpp"
 
 using namespace tristore;
@@ -205,4 +207,93 @@ TEST(EngineDatabase, NvmDirectConfigurationErrors) {
     std::fclose(f);
   }
   EXPECT_THROW(Database::open(nvm_direct_config(file.path, false)), Error) << "not ours";
+}
+
+namespace {
+
+// NVM under /dev/shm, SSD in a fresh directory under /tmp; both removed afterwards.
+struct TempTieredFiles {
+  TempNvmFile nvm;
+  std::filesystem::path ssd_dir;
+  TempTieredFiles() {
+    char tmpl[] = "/tmp/tristore-engine-test-XXXXXX";
+    ssd_dir = ::mkdtemp(tmpl);
+  }
+  ~TempTieredFiles() { std::filesystem::remove_all(ssd_dir); }
+  Config config(Architecture arch, bool create = true) const {
+    Config c;
+    c.architecture = arch;
+    c.dram_bytes = 2 * kMiB;
+    c.nvm_bytes = 8 * kMiB;
+    c.ssd_bytes = 32 * kMiB;
+    c.nvm_path = nvm.path;
+    c.ssd_path = (ssd_dir / "db.ssd").string();
+    c.create = create;
+    return c;
+  }
+};
+
+}  // namespace
+
+TEST(EngineDatabase, BufferedArchitecturesReopenWithTheirTables) {
+  for (Architecture arch :
+       {Architecture::kThreeTier, Architecture::kBasicNvm, Architecture::kSsdBm}) {
+    SCOPED_TRACE(std::string(architecture_name(arch)));
+    TempTieredFiles files;
+    {
+      auto db = Database::open(files.config(arch));
+      auto t = db->create_table<std::uint64_t, Account>("accounts");
+      for (std::uint64_t k = 0; k < 20000; ++k) ASSERT_TRUE(t.insert(k, Account{k, {}}));
+      EXPECT_LE(db->memory_usage().dram_bytes, 2 * kMiB);
+    }
+    auto db = Database::open(files.config(arch, false));
+    auto t = db->open_table<std::uint64_t, Account>("accounts");
+    Account a;
+    for (std::uint64_t k = 0; k < 20000; k += 97) {
+      ASSERT_TRUE(t.get(k, a)) << k;
+      EXPECT_EQ(a.balance, k);
+    }
+    EXPECT_EQ(t.scan(0, 100000, [](const std::uint64_t&, const Account&) { return true; }), 20000u);
+  }
+}
+
+TEST(EngineDatabase, BufferedConfigurationErrors) {
+  TempTieredFiles files;
+  Config small_dram = files.config(Architecture::kThreeTier);
+  small_dram.dram_bytes = 64 * 1024;
+  EXPECT_THROW(Database::open(small_dram), Error);
+  Config small_nvm = files.config(Architecture::kBasicNvm);
+  small_nvm.nvm_bytes = 8192;
+  EXPECT_THROW(Database::open(small_nvm), Error);
+  Config missing_dir = files.config(Architecture::kSsdBm);
+  missing_dir.ssd_path = "/tmp/no-such-tristore-dir/db.ssd";
+  EXPECT_THROW(Database::open(missing_dir), Error);
+  EXPECT_THROW(Database::open(files.config(Architecture::kThreeTier, false)), Error)
+      << "nothing to open yet";
+
+  // The SSD file of another database next to this NVM file.
+  TempTieredFiles other;
+  Database::open(files.config(Architecture::kThreeTier)).reset();
+  Database::open(other.config(Architecture::kThreeTier)).reset();
+  Config mixed = files.config(Architecture::kThreeTier, false);
+  mixed.ssd_path = other.config(Architecture::kThreeTier).ssd_path;
+  try {
+    Database::open(mixed);
+    FAIL() << "files of two databases were accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << "one line";
+  }
+}
+
+TEST(EngineDatabase, DefaultSsdPathIsUnderTmpdir) {
+  Config config;
+  const char* old = std::getenv("TMPDIR");
+  std::string saved = old ? old : "";
+  ::setenv("TMPDIR", "/var/tmp", 1);
+  EXPECT_EQ(effective_ssd_path(config), "/var/tmp/tristore.ssd");
+  ::unsetenv("TMPDIR");
+  EXPECT_EQ(effective_ssd_path(config), "/tmp/tristore.ssd");
+  config.ssd_path = "/x/y.ssd";
+  EXPECT_EQ(effective_ssd_path(config), "/x/y.ssd");
+  if (old) ::setenv("TMPDIR", saved.c_str(), 1);
 }

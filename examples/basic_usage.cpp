@@ -13,8 +13,8 @@ int main() {
   try {
     tristore::Config config;
     config.architecture = tristore::Architecture::kThreeTier;
-    config.dram_bytes = 16 * tristore::kMiB;
-    config.nvm_bytes = 64 * tristore::kMiB;
+    config.dram_bytes = 2 * tristore::kMiB;  // small on purpose: pages spill to NVM and SSD
+    config.nvm_bytes = 4 * tristore::kMiB;
     config.ssd_bytes = 256 * tristore::kMiB;
     config.nvm_path = "/dev/shm/tristore-example.nvm";
     config.ssd_path = "/tmp/tristore-example.ssd";
@@ -25,7 +25,7 @@ int main() {
       std::array<char, 24> owner;
     };
     auto accounts = db->create_table<std::uint64_t, Account>("accounts");
-    for (std::uint64_t id = 0; id < 100000; ++id) {
+    for (std::uint64_t id = 0; id < 200000; ++id) {
       Account account{id * 10, {}};
       std::snprintf(account.owner.data(), account.owner.size(), "owner-%llu",
                     static_cast<unsigned long long>(id));
@@ -39,8 +39,8 @@ int main() {
     std::uint64_t balance = 7;
     accounts.update_part(4242, offsetof(Account, balance), sizeof(balance), &balance);
 
-    std::printf("accounts from 99997:\n");
-    accounts.scan(99997, 10, [](const std::uint64_t& id, const Account& a) {
+    std::printf("accounts from 199997:\n");
+    accounts.scan(199997, 10, [](const std::uint64_t& id, const Account& a) {
       std::printf("  %llu %s\n", static_cast<unsigned long long>(id), a.owner.data());
       return true;
     });

@@ -57,6 +57,13 @@ TEST(WorkloadsSizeParser, ErrorMessageIsOneLineNamingTheInput) {
   }
 }
 
+TEST(WorkloadsSizeParser, HumanSizeShowsOneDecimalInTheLargestUnit) {
+  EXPECT_EQ(human_size(512), "512B");
+  EXPECT_EQ(human_size(1536), "1.5KiB");
+  EXPECT_EQ(human_size(32ULL << 20), "32.0MiB");
+  EXPECT_EQ(human_size(5ULL << 40), "5.0TiB");
+}
+
 TEST(WorkloadsSizeParser, FormatPicksTheLargestExactUnitAndRoundTrips) {
   EXPECT_EQ(format_size(200ULL << 20), "200MiB");
   EXPECT_EQ(format_size(1ULL << 30), "1GiB");

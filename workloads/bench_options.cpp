@@ -46,7 +46,7 @@ void check_data_fits(const BenchOptions& options, std::uint64_t data_bytes) {
   }
   if (data_bytes > capacity)
     fail("--records {} needs about {} of B-tree pages, more than {} {} that {} keeps them in",
-         options.ycsb.records, format_size(data_bytes), flag, format_size(capacity), arch);
+         options.ycsb.records, human_size(data_bytes), flag, human_size(capacity), arch);
 }
 
 }  // namespace

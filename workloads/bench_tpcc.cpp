@@ -36,7 +36,7 @@ nlohmann::json run_tpcc_bench(Database& db, const BenchOptions& options,
   load.ops = totals.rows;
   load.counters = db.counters() - before_load;
   progress.message(fmt::format("loaded {} rows ({}) in {:.2f} s", totals.rows,
-                               format_size(totals.bytes), load.seconds));
+                               human_size(totals.bytes), load.seconds));
 
   // 2. Warm up, then measure, counting transactions by type over the measured phase only.
   const PhaseResult warmup =

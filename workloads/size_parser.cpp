@@ -88,4 +88,15 @@ std::string format_size(std::uint64_t bytes) {
   return fmt::format("{}B", bytes);
 }
 
+std::string human_size(std::uint64_t bytes) {
+  constexpr std::array<std::string_view, 5> kUnitNames{"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  std::size_t unit = 0;
+  while (value >= 1024 && unit + 1 < kUnitNames.size()) {
+    value /= 1024;
+    ++unit;
+  }
+  return unit == 0 ? fmt::format("{}B", bytes) : fmt::format("{:.1f}{}", value, kUnitNames[unit]);
+}
+
 }  // namespace tristore

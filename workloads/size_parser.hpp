@@ -14,4 +14,7 @@ std::uint64_t parse_size(std::string_view text);
 // The shortest exact spelling: 209715200 -> "200MiB", 1000 -> "1000B".
 std::string format_size(std::uint64_t bytes);
 
+// For people: one decimal in the largest unit below the size: 33554432 -> "32.0MiB".
+std::string human_size(std::uint64_t bytes);
+
 }  // namespace tristore

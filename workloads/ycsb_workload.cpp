@@ -93,7 +93,7 @@ class YcsbRunner {
         estimated_tree_bytes(options_.records, sizeof(Key), sizeof(Value), options_.fill_factor);
     progress.message(fmt::format("loading {} records ({}-byte keys, {}-byte values, about {})",
                                  options_.records, sizeof(Key), sizeof(Value),
-                                 format_size(estimate)));
+                                 human_size(estimate)));
     const Counters before = db_.counters();
     const auto start = std::chrono::steady_clock::now();
     table_.bulk_load(

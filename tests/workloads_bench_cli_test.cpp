@@ -1,0 +1,110 @@
+// Runs the tristore-bench binary as a user would: bad flags and impossible sizes must end in a
+// one-line error and exit status 2, never a crash; a good run writes the JSON result.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#ifndef TRISTORE_BENCH_PATH
+#error "workloads/CMakeLists.txt passes the path of tristore-bench"
+#endif
+
+namespace {
+
+struct Outcome {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+class WorkloadsBenchCli : public testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/tristore-bench-cli-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  static std::string read(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+
+  Outcome run(const std::string& args) const {
+    const std::string command = std::string("'") + TRISTORE_BENCH_PATH + "' " + args + " >'" +
+                                (dir_ / "out").string() + "' 2>'" + (dir_ / "err").string() + "'";
+    const int raw = std::system(command.c_str());
+    Outcome outcome;
+    outcome.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+    outcome.out = read(dir_ / "out");
+    outcome.err = read(dir_ / "err");
+    return outcome;
+  }
+
+  // Small sizes and files inside the test's own directory.
+  std::string files() const {
+    return "--nvm-path '" + (dir_ / "x.nvm").string() + "' --ssd-path '" +
+           (dir_ / "x.ssd").string() + "'";
+  }
+
+  std::filesystem::path dir_;
+};
+
+}  // namespace
+
+TEST_F(WorkloadsBenchCli, BadFlagsGiveOneLineErrorsAndStatusTwo) {
+  const std::vector<std::string> bad = {
+      "--threads 2",
+      "--dram 0",
+      "--arch 4tier",
+      "--workload ycsb-z",
+      "--frobnicate",
+      "--dram 12XB",
+      "--records lots",
+      "--seconds 1 --ops 5",
+      "--update-ratio 101",
+      "--records 100000000 --ssd 1GiB",
+      "--arch main-memory --records 1000000 --dram 64MiB",
+      "--arch nvm-direct --nvm 200KiB --records 100",
+  };
+  for (const std::string& args : bad) {
+    const Outcome outcome = run(args + " " + files());
+    EXPECT_EQ(outcome.status, 2) << args << ": " << outcome.err;
+    ASSERT_FALSE(outcome.err.empty()) << args;
+    EXPECT_EQ(outcome.err.find('\n'), outcome.err.size() - 1) << args << ": " << outcome.err;
+    EXPECT_EQ(outcome.err.rfind("tristore-bench: ", 0), 0U) << args << ": " << outcome.err;
+  }
+}
+
+TEST_F(WorkloadsBenchCli, HelpListsTheFlagsAndSucceeds) {
+  const Outcome outcome = run("--help");
+  EXPECT_EQ(outcome.status, 0);
+  for (const char* flag :
+       {"--arch", "--workload", "--dram", "--nvm", "--ssd", "--records", "--warehouses",
+        "--nvm-read-ns", "--zipf", "--update-ratio", "--threads", "--seconds", "--ops", "--warmup",
+        "--no-cl-grained", "--no-mini-pages", "--no-swizzling", "--json", "--distribution"})
+    EXPECT_NE(outcome.out.find(flag), std::string::npos) << flag;
+}
+
+TEST_F(WorkloadsBenchCli, ARunWritesItsJsonAndPrintsProgress) {
+  const std::string json = (dir_ / "result.json").string();
+  const Outcome outcome =
+      run("--arch main-memory --records 2000 --ops 500 --warmup 0 --dram 16MiB --json '" + json +
+          "' " + files());
+  ASSERT_EQ(outcome.status, 0) << outcome.err;
+  EXPECT_NE(outcome.out.find("loading 2000 records"), std::string::npos) << outcome.out;
+  const nlohmann::json result = nlohmann::json::parse(read(json));
+  EXPECT_EQ(result.at("ops"), 500);
+  EXPECT_EQ(result.at("config").at("arch"), "main-memory");
+  EXPECT_GT(result.at("throughput_ops_s").get<double>(), 0);
+}

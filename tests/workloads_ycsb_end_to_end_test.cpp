@@ -1,0 +1,169 @@
+// Small complete tristore-bench runs, in process: every YCSB workload on main-memory and 3tier
+// (and the micro table), checking that operations ran and that the JSON has the contract's
+// fields (DESIGN.md section 8).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <tuple>
+
+#include "common/error.hpp"
+#include "workloads/bench_runner.hpp"
+
+using namespace tristore;
+
+namespace {
+
+std::uint64_t test_seed() {
+  const char* env = std::getenv("TRISTORE_SEED");
+  const std::uint64_t seed = env != nullptr ? std::strtoull(env, nullptr, 10) : 42;
+  std::printf("seed %llu (set TRISTORE_SEED to replay)\n", static_cast<unsigned long long>(seed));
+  return seed;
+}
+
+// Options for a quick run on files of this test alone, removed afterwards.
+class SmallRun {
+ public:
+  SmallRun(Architecture arch, YcsbKind kind, bool micro) {
+    char pattern[] = "/tmp/tristore-ycsb-e2e-XXXXXX";
+    if (::mkdtemp(pattern) == nullptr) fail("mkdtemp failed");
+    dir_ = pattern;
+    // The directory's unique suffix makes the NVM file unique too.
+    nvm_ = "/dev/shm/" + dir_.filename().string() + ".nvm";
+    options.config.architecture = arch;
+    options.config.dram_bytes = 16 * kMiB;
+    options.config.nvm_bytes = 64 * kMiB;
+    options.config.ssd_bytes = 128 * kMiB;
+    options.config.nvm_path = nvm_.string();
+    options.config.ssd_path = (dir_ / "e2e.ssd").string();
+    options.workload = WorkloadKind::kYcsb;
+    options.workload_name = std::string(ycsb_kind_name(kind));
+    options.ycsb.kind = kind;
+    options.ycsb.micro = micro;
+    options.ycsb.records = 3000;
+    options.ycsb.seed = test_seed();
+    options.ops = 2000;
+    options.warmup_seconds = 0;
+    options.progress = false;
+  }
+  ~SmallRun() {
+    std::filesystem::remove(nvm_);
+    std::filesystem::remove_all(dir_);
+  }
+  SmallRun(const SmallRun&) = delete;
+  SmallRun& operator=(const SmallRun&) = delete;
+
+  BenchOptions options;
+
+ private:
+  std::filesystem::path dir_;
+  std::filesystem::path nvm_;
+};
+
+void expect_contract_fields(const nlohmann::json& result) {
+  for (const char* field : {"config", "throughput_ops_s", "ops", "seconds", "data_bytes",
+                            "counters", "load", "warmup", "memory", "operations"})
+    EXPECT_TRUE(result.contains(field)) << field;
+  for (const char* counter :
+       {"nvm_lines_read", "nvm_lines_written", "ssd_pages_read", "ssd_pages_written",
+        "page_table_lookups", "mini_page_promotions", "nvm_admissions"})
+    EXPECT_TRUE(result.at("counters").contains(counter)) << counter;
+  for (const char* setting : {"arch", "workload", "dram_bytes", "nvm_bytes", "ssd_bytes", "records",
+                              "nvm_read_ns", "zipf_theta", "distribution", "threads",
+                              "cache_line_grained", "mini_pages", "swizzling", "fill_factor"})
+    EXPECT_TRUE(result.at("config").contains(setting)) << setting;
+  EXPECT_GT(result.at("data_bytes").get<std::uint64_t>(), 0U);
+  EXPECT_GT(result.at("seconds").get<double>(), 0);
+  EXPECT_GT(result.at("throughput_ops_s").get<double>(), 0);
+}
+
+}  // namespace
+
+class WorkloadsYcsbEndToEnd
+    : public testing::TestWithParam<std::tuple<Architecture, YcsbKind, bool>> {};
+
+TEST_P(WorkloadsYcsbEndToEnd, RunsTheRequestedOperationsAndReportsTheContractFields) {
+  const auto [arch, kind, micro] = GetParam();
+  SmallRun run(arch, kind, micro);
+  if (kind == YcsbKind::kReadWrite) run.options.ycsb.update_ratio_percent = 50;
+  const nlohmann::json result = run_bench(run.options);
+
+  expect_contract_fields(result);
+  EXPECT_EQ(result.at("ops"), 2000);
+  EXPECT_EQ(result.at("config").at("arch"), std::string(architecture_name(arch)));
+  EXPECT_EQ(result.at("config").at("micro"), micro);
+  EXPECT_EQ(result.at("load").at("ops"), 3000);
+  const nlohmann::json& ops = result.at("operations");
+  EXPECT_EQ(ops.at("not_found"), 0);
+  switch (kind) {
+    case YcsbKind::kReadOnly:
+      EXPECT_EQ(ops.at("lookups"), 2000);
+      EXPECT_EQ(ops.at("updates"), 0);
+      break;
+    case YcsbKind::kReadWrite:
+      EXPECT_EQ(ops.at("lookups").get<int>() + ops.at("updates").get<int>(), 2000);
+      EXPECT_NEAR(ops.at("updates").get<double>(), 1000, 150);
+      break;
+    case YcsbKind::kScan:
+      EXPECT_EQ(ops.at("scans"), 2000);
+      // Lengths are uniform in [1, 100]; scans near the last key stop early.
+      EXPECT_GT(ops.at("scanned_records").get<double>(), 2000 * 30.0);
+      EXPECT_LE(ops.at("scanned_records").get<double>(), 2000 * 100.0);
+      break;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ArchitecturesAndWorkloads, WorkloadsYcsbEndToEnd,
+    testing::Combine(testing::Values(Architecture::kMainMemory, Architecture::kThreeTier),
+                     testing::Values(YcsbKind::kReadOnly, YcsbKind::kReadWrite, YcsbKind::kScan),
+                     testing::Bool()),
+    [](const auto& info) {
+      std::string name = std::string(architecture_name(std::get<0>(info.param))) + "_" +
+                         std::string(ycsb_kind_name(std::get<1>(info.param))) +
+                         (std::get<2>(info.param) ? "_micro" : "");
+      for (char& c : name)
+        if (c == '-') c = '_';
+      return name;
+    });
+
+TEST(WorkloadsYcsbEndToEndPhases, LoadWritesAreNotCountedInTheMeasuredPhase) {
+  // nvm-direct writes every loaded line to NVM; a read-only run afterwards writes none.
+  SmallRun run(Architecture::kNvmDirect, YcsbKind::kReadOnly, false);
+  const nlohmann::json result = run_bench(run.options);
+  EXPECT_GT(result.at("load").at("counters").at("nvm_lines_written").get<std::uint64_t>(), 0U);
+  EXPECT_EQ(result.at("counters").at("nvm_lines_written").get<std::uint64_t>(), 0U);
+  EXPECT_GT(result.at("counters").at("nvm_lines_read").get<std::uint64_t>(), 0U);
+}
+
+TEST(WorkloadsYcsbEndToEndPhases, FullScansVisitTheWholeTable) {
+  SmallRun run(Architecture::kMainMemory, YcsbKind::kScan, false);
+  run.options.ycsb.full_scan = true;
+  run.options.ops = 5;
+  const nlohmann::json result = run_bench(run.options);
+  EXPECT_EQ(result.at("operations").at("scanned_records"), 5 * 3000);
+}
+
+TEST(WorkloadsYcsbEndToEndPhases, ImpossibleOptionsAreErrorsBeforeAnyFileIsMade) {
+  SmallRun run(Architecture::kMainMemory, YcsbKind::kReadOnly, false);
+  run.options.threads = 2;
+  EXPECT_THROW(run_bench(run.options), Error);
+  run.options.threads = 1;
+  run.options.ycsb.records = 1'000'000;  // ~1.5 GiB of pages in 16 MiB of DRAM
+  EXPECT_THROW(run_bench(run.options), Error);
+}
+
+TEST(WorkloadsYcsbEndToEndPhases, ThreeTierBeyondDramReadsNvmLinesInEveryWorkload) {
+  for (YcsbKind kind : {YcsbKind::kReadOnly, YcsbKind::kReadWrite, YcsbKind::kScan}) {
+    SmallRun run(Architecture::kThreeTier, kind, false);
+    run.options.config.dram_bytes = 2 * kMiB;
+    run.options.ycsb.records = 20'000;  // ~32 MiB of pages: most live in NVM
+    const nlohmann::json result = run_bench(run.options);
+    EXPECT_EQ(result.at("ops"), 2000) << ycsb_kind_name(kind);
+    EXPECT_EQ(result.at("operations").at("not_found"), 0) << ycsb_kind_name(kind);
+    EXPECT_GT(result.at("counters").at("nvm_lines_read").get<std::uint64_t>(), 0U)
+        << ycsb_kind_name(kind);
+  }
+}

@@ -29,6 +29,7 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
   }
 
   Counters counters() const override { return manager_->counters(); }
+  const WearCounters* nvm_wear() const override { return nvm_ ? nvm_->device().wear() : nullptr; }
   MemoryUsage memory_usage() const override {
     BufferMemoryUsage usage = manager_->memory_usage();
     return MemoryUsage{.dram_bytes = usage.dram_bytes_used,

@@ -21,15 +21,16 @@ struct Config {
   std::uint64_t nvm_bytes = 1 * kGiB;     // NVM file: superblock + log area + page slots
   std::uint64_t ssd_bytes = 5 * kGiB;     // SSD page file
   std::string nvm_path = "/dev/shm/tristore.nvm";
-  std::string ssd_path;                  // empty: $TMPDIR (or /tmp)/tristore.ssd
-  std::uint32_t nvm_read_ns = 0;         // injected per NVM cache line read (LLC misses only)
-  std::uint32_t nvm_write_ns = 0;        // injected per NVM cache line written back
-  std::uint64_t llc_bytes = 0;           // simulated last-level cache; 0: this machine's LLC
-  int numa_node = -1;                    // bind the NVM region to this node; -1: no binding
-  bool cache_line_grained = true;        // 3tier switches (paper Figure 10)
+  std::string ssd_path;            // empty: $TMPDIR (or /tmp)/tristore.ssd
+  std::uint32_t nvm_read_ns = 0;   // injected per NVM cache line read (LLC misses only)
+  std::uint32_t nvm_write_ns = 0;  // injected per NVM cache line written back
+  std::uint64_t llc_bytes = 0;     // simulated last-level cache; 0: this machine's LLC
+  int numa_node = -1;              // bind the NVM region to this node; -1: no binding
+  bool cache_line_grained = true;  // 3tier switches (paper Figure 10)
   bool mini_pages = true;
   bool swizzling = true;
   std::uint64_t admission_set_size = 0;  // 0: the default (see tiers/admission_set.hpp)
+  bool nvm_wear_counting = false;        // count writes per NVM cache line (Database::nvm_wear)
   bool create = true;                    // true: create fresh files; false: open existing ones
 };
 

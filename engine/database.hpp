@@ -34,6 +34,7 @@ template <TableKey K, TableValue V>
 class Table;  // engine/table.hpp
 
 class MainMemoryAccess;
+class WearCounters;
 class NvmDirectAccess;
 class BufferManager;
 
@@ -57,6 +58,9 @@ class Database {
   const Config& config() const { return config_; }
   virtual Counters counters() const = 0;
   virtual MemoryUsage memory_usage() const = 0;
+  // Writes per NVM cache line (paper Figure 16); nullptr without NVM or without
+  // Config::nvm_wear_counting.
+  virtual const WearCounters* nvm_wear() const { return nullptr; }
 
   template <TableKey K, TableValue V>
   Table<K, V> create_table(std::string_view name);  // Error if it exists

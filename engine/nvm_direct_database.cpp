@@ -19,6 +19,7 @@ class NvmDirectDatabase final : public DatabaseOver<NvmDirectAccess> {
   ~NvmDirectDatabase() override { save_catalog(); }
 
   Counters counters() const override { return tier_->device().counters(); }
+  const WearCounters* nvm_wear() const override { return tier_->device().wear(); }
   MemoryUsage memory_usage() const override {
     return MemoryUsage{.dram_bytes = 0,
                        .dram_limit_bytes = config_.dram_bytes,

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/error.hpp"
+#include "emulation/wear_counters.hpp"
 #include "engine/database.hpp"
 #include "engine/storage_files.hpp"
 #include "engine/table.hpp"
@@ -296,4 +297,18 @@ TEST(EngineDatabase, DefaultSsdPathIsUnderTmpdir) {
   config.ssd_path = "/x/y.ssd";
   EXPECT_EQ(effective_ssd_path(config), "/x/y.ssd");
   if (old) ::setenv("TMPDIR", saved.c_str(), 1);
+}
+
+TEST(EngineDatabase, NvmWearCountsWritesPerLineWhenAskedFor) {
+  TempTieredFiles files;
+  Config config = files.config(Architecture::kNvmDirect);
+  config.nvm_wear_counting = true;
+  auto db = Database::open(config);
+  ASSERT_NE(db->nvm_wear(), nullptr);
+  auto t = db->create_table<std::uint64_t, std::uint64_t>("t");
+  std::uint64_t before = db->nvm_wear()->total();
+  for (int i = 0; i < 100; ++i) t.update(1, i) || t.insert(1, i);
+  EXPECT_GE(db->nvm_wear()->total() - before, 100u);
+  EXPECT_GE(db->nvm_wear()->histogram().front(), 99u) << "one hot line of one value";
+  EXPECT_EQ(Database::open(main_memory_config())->nvm_wear(), nullptr);
 }

@@ -198,37 +198,42 @@ void LogManager::make_room(std::unique_lock<std::mutex>& lock, std::uint64_t siz
   // 1. A record too large for an empty log is the caller's error, not a full log.
   if (size + reserve_for(type) > area_.capacity())
     fail("log record of {} bytes does not fit a log of {} bytes", size, area_.capacity());
-  // 2. Without a callback, or from inside it, nothing can free space.
-  if (!on_full_ || on_full_thread_ == std::this_thread::get_id())
-    fail("log full: {} of {} bytes in use, a record of {} bytes does not fit", end_ - start_,
-         area_.capacity(), size);
-  // 3. Another thread may be checkpointing already.
-  if (on_full_running_) {
-    on_full_done_.wait(lock, [this] { return !on_full_running_; });
-    if (fits(size, type)) return;
-  }
-  // 4. Checkpoint without the lock (it appends and truncates), then check once more.
-  on_full_running_ = true;
-  on_full_thread_ = std::this_thread::get_id();
-  const auto finish = [this] {
-    on_full_running_ = false;
-    on_full_thread_ = {};
-    on_full_done_.notify_all();
-  };
-  const std::function<void()> on_full = on_full_;
-  lock.unlock();
-  try {
-    on_full();
-  } catch (...) {
+  while (!fits(size, type)) {
+    // 2. Without a callback, or from inside it, nothing can free space.
+    if (!on_full_ || on_full_thread_ == std::this_thread::get_id())
+      fail("log full: {} of {} bytes in use, a record of {} bytes does not fit", end_ - start_,
+           area_.capacity(), size);
+    // 3. Another thread may be checkpointing already.
+    if (on_full_running_) {
+      on_full_done_.wait(lock, [this] { return !on_full_running_; });
+      continue;
+    }
+    // 4. Checkpoint without the lock (it appends and truncates). Other appenders may use up
+    //    the space before this one gets the lock back: then checkpoint again, as long as the
+    //    checkpoints free something.
+    on_full_running_ = true;
+    on_full_thread_ = std::this_thread::get_id();
+    const auto finish = [this] {
+      on_full_running_ = false;
+      on_full_thread_ = {};
+      on_full_done_.notify_all();
+    };
+    const Lsn start_before = start_;
+    const std::function<void()> on_full = on_full_;
+    lock.unlock();
+    try {
+      on_full();
+    } catch (...) {
+      lock.lock();
+      finish();
+      throw;
+    }
     lock.lock();
     finish();
-    throw;
+    if (!fits(size, type) && start_ == start_before)
+      fail("log full: {} of {} bytes still in use after the on_full callback freed nothing",
+           end_ - start_, area_.capacity());
   }
-  lock.lock();
-  finish();
-  if (!fits(size, type))
-    fail("log full: {} of {} bytes still in use after the on_full callback", end_ - start_,
-         area_.capacity());
 }
 
 void LogManager::set_on_full(std::function<void()> on_full) {

@@ -2,6 +2,8 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
+
 #include "workloads/key_chooser.hpp"
 #include "workloads/tree_size_estimate.hpp"
 
@@ -70,6 +72,10 @@ nlohmann::json config_json(const BenchOptions& options) {
   json["full_scan"] = ycsb.kind == YcsbKind::kScan && ycsb.full_scan;
   json["fill_factor"] = ycsb.fill_factor;
   return json;
+}
+
+std::uint64_t tree_bytes(const MemoryUsage& memory) {
+  return std::max({memory.dram_bytes, memory.nvm_bytes, memory.ssd_bytes});
 }
 
 std::uint64_t peak_rss_bytes() {

@@ -14,6 +14,10 @@ nlohmann::json memory_json(const MemoryUsage& memory);
 nlohmann::json phase_json(const PhaseResult& phase);      // seconds, ops, ops_s, counters
 nlohmann::json config_json(const BenchOptions& options);  // every effective setting
 
+// The B-tree's size after loading: the tier that holds every page of the architecture has the
+// most bytes in use (DRAM for main-memory, NVM for nvm-direct and basic-nvm, SSD otherwise).
+std::uint64_t tree_bytes(const MemoryUsage& memory);
+
 // Peak resident set of this process, in bytes (getrusage).
 std::uint64_t peak_rss_bytes();
 

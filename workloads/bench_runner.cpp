@@ -41,6 +41,7 @@ nlohmann::json run_ycsb_bench(Database& db, const BenchOptions& options,
   const YcsbResult ycsb = run_ycsb(db, options.ycsb, warmup, measured, progress);
   nlohmann::json result;
   result["load"] = phase_json(ycsb.load);
+  result["load"]["memory"] = memory_json(ycsb.memory_after_load);
   result["warmup"] = phase_json(ycsb.warmup);
   result["ops"] = ycsb.measured.ops;
   result["seconds"] = ycsb.measured.seconds;
@@ -48,7 +49,8 @@ nlohmann::json run_ycsb_bench(Database& db, const BenchOptions& options,
                                    ? static_cast<double>(ycsb.measured.ops) / ycsb.measured.seconds
                                    : 0.0;
   result["counters"] = counters_json(ycsb.measured.counters);
-  result["data_bytes"] =
+  result["data_bytes"] = tree_bytes(ycsb.memory_after_load);
+  result["data_bytes_estimated"] =
       estimated_tree_bytes(options.ycsb.records, ycsb_key_bytes(options.ycsb),
                            ycsb_value_bytes(options.ycsb), options.ycsb.fill_factor);
   result["operations"] = {{"lookups", ycsb.lookups},

@@ -38,6 +38,9 @@ nlohmann::json run_tpcc_bench(Database& db, const BenchOptions& options,
   progress.message(fmt::format("loaded {} rows ({}) in {:.2f} s", totals.rows,
                                human_size(totals.bytes), load.seconds));
 
+  const MemoryUsage memory_after_load_usage = db.memory_usage();
+  const nlohmann::json memory_after_load = memory_json(memory_after_load_usage);
+
   // 2. Warm up, then measure, counting transactions by type over the measured phase only.
   const PhaseResult warmup =
       run_phase(db, "warmup", {options.warmup_seconds, 0}, progress, [&tpcc] { tpcc.run_one(); });
@@ -54,13 +57,15 @@ nlohmann::json run_tpcc_bench(Database& db, const BenchOptions& options,
 
   nlohmann::json result;
   result["load"] = phase_json(load);
+  result["load"]["memory"] = memory_after_load;
   result["warmup"] = phase_json(warmup);
   result["ops"] = measured.ops;
   result["seconds"] = measured.seconds;
   result["throughput_ops_s"] =
       measured.seconds > 0 ? static_cast<double>(measured.ops) / measured.seconds : 0.0;
   result["counters"] = counters_json(measured.counters);
-  result["data_bytes"] = totals.bytes;
+  result["data_bytes"] = tree_bytes(memory_after_load_usage);
+  result["loaded_row_bytes"] = totals.bytes;
   nlohmann::json by_type = nlohmann::json::object();
   for (std::size_t type = 0; type < tpcc::kTransactionTypes; ++type)
     by_type[std::string(kTransactionNames[type])] =

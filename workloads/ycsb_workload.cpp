@@ -67,6 +67,7 @@ class YcsbRunner {
     YcsbResult result;
     result.effective_theta = keys_.effective_theta();
     result.load = load(progress);
+    result.memory_after_load = db_.memory_usage();
     result.warmup = run_phase(db_, "warmup", warmup, progress, [this] { one_operation(); });
     tallies_ = Tallies{};
     result.measured = run_phase(db_, "run", measured, progress, [this] { one_operation(); });

@@ -34,6 +34,7 @@ struct YcsbOptions {
 
 struct YcsbResult {
   PhaseResult load;
+  MemoryUsage memory_after_load;
   PhaseResult warmup;
   PhaseResult measured;
   // Operations of the measured phase by kind; not_found should stay 0 (every key is loaded).

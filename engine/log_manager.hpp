@@ -50,7 +50,7 @@ class LogManager {
   LogManager& operator=(const LogManager&) = delete;
 
   // Appends one record whose payload is the concatenation of parts; returns its LSN. Not yet
-  // durable. A full log calls on_full once and retries; still full -> Error.
+  // durable. A full log calls on_full and retries; if on_full frees nothing -> Error.
   Lsn append(LogRecordType type, TxnId txn, Lsn prev_lsn,
              std::initializer_list<std::span<const std::byte>> parts = {});
   // Appends the commit record and returns once it is durable.

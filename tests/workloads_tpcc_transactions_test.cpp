@@ -1,5 +1,5 @@
-// The five TPC-C transactions on one warehouse (main-memory; 3tier when it opens): each one's
-// effects, New-Order's rollback, and the consistency conditions after a mixed run.
+// The five TPC-C transactions on one warehouse (main-memory): each one's effects, New-Order's
+// rollback, and the consistency conditions after a mixed run (also on the other architectures).
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -402,15 +402,19 @@ TEST(TpccOptionsTest, ZeroWarehousesAndTransactionsBeforeLoadingAreErrors) {
   EXPECT_EQ(tpcc.transactions(), 0u);
 }
 
-// The same checks on the three-tier architecture with pools smaller than the data, when it
-// can be opened (it is skipped until the engine provides it).
-TEST(TpccThreeTierTest, LoadAndMixedRunStayConsistentWithSmallPools) {
+// A load and a mixed run on the buffer-managed and NVM architectures, with pools smaller than
+// the data where the architecture has a tier below (3tier: DRAM < NVM < data).
+class TpccArchitectureTest : public ::testing::TestWithParam<Architecture> {};
+
+TEST_P(TpccArchitectureTest, LoadAndMixedRunStayConsistentWithSmallPools) {
   char ssd_dir[] = "/tmp/tristore-tpcc-XXXXXX";
   ASSERT_NE(::mkdtemp(ssd_dir), nullptr);
   Config config;
-  config.architecture = Architecture::kThreeTier;
+  config.architecture = GetParam();
+  const bool nvm_holds_all = config.architecture == Architecture::kBasicNvm ||
+                             config.architecture == Architecture::kNvmDirect;
   config.dram_bytes = 32 * kMiB;
-  config.nvm_bytes = 64 * kMiB;
+  config.nvm_bytes = nvm_holds_all ? 512 * kMiB : 64 * kMiB;
   config.ssd_bytes = 512 * kMiB;
   config.nvm_path = fmt::format("/dev/shm/tristore-tpcc-test-{}.nvm", ::getpid());
   config.ssd_path = std::string(ssd_dir) + "/tristore.ssd";
@@ -425,7 +429,7 @@ TEST(TpccThreeTierTest, LoadAndMixedRunStayConsistentWithSmallPools) {
   try {
     db = Database::open(config);
   } catch (const Error& e) {
-    GTEST_SKIP() << "3tier does not open yet: " << e.what();
+    GTEST_SKIP() << architecture_name(config.architecture) << " does not open: " << e.what();
   }
   Tpcc tpcc(*db, {.warehouses = 1, .seed = 3});
   tpcc.load();
@@ -433,7 +437,21 @@ TEST(TpccThreeTierTest, LoadAndMixedRunStayConsistentWithSmallPools) {
   for (int i = 0; i < 2000; ++i) tpcc.run_one();
   EXPECT_EQ(tpcc.transactions(), 2000u);
   expect_consistent(tpcc);
+  const Counters counters = db->counters();
+  if (config.architecture == Architecture::kThreeTier) {
+    EXPECT_GT(counters.nvm_admissions, 0u) << "the data should have spilled to NVM";
+    EXPECT_GT(counters.ssd_pages_written, 0u) << "and beyond NVM to SSD";
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(Architectures, TpccArchitectureTest,
+                         ::testing::Values(Architecture::kThreeTier, Architecture::kSsdBm,
+                                           Architecture::kBasicNvm, Architecture::kNvmDirect),
+                         [](const ::testing::TestParamInfo<Architecture>& info) {
+                           std::string name(architecture_name(info.param));
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace tristore::tpcc

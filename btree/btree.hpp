@@ -87,7 +87,8 @@ class BTree {
     Guard leaf = find_leaf(key, count);
     Position at = search(leaf, count, key);
     if (!at.found) return false;
-    std::memcpy(out, leaf.read(Leaf::value_offset(at.index) + offset, length), length);
+    if (length > 0)
+      std::memcpy(out, leaf.read(Leaf::value_offset(at.index) + offset, length), length);
     return true;
   }
 
@@ -100,7 +101,8 @@ class BTree {
     Guard leaf = find_leaf(key, count);
     Position at = search(leaf, count, key);
     if (!at.found) return false;
-    std::memcpy(leaf.write(Leaf::value_offset(at.index) + offset, length), bytes, length);
+    if (length > 0)
+      std::memcpy(leaf.write(Leaf::value_offset(at.index) + offset, length), bytes, length);
     return true;
   }
 

@@ -95,6 +95,8 @@ TEST(EngineDatabase, PartOutsideTheValueIsAnError) {
   EXPECT_THROW(t.get_part(1, 4, 8, buffer), Error);
   EXPECT_THROW(t.update_part(1, 9, 0, buffer), Error);
   EXPECT_TRUE(t.get_part(1, 4, 4, buffer));
+  EXPECT_TRUE(t.get_part(1, 8, 0, buffer)) << "an empty part of a present key";
+  EXPECT_FALSE(t.update_part(2, 0, 0, buffer));
 }
 
 TEST(EngineDatabase, MainMemoryBudgetIsEnforced) {
@@ -311,4 +313,17 @@ TEST(EngineDatabase, NvmWearCountsWritesPerLineWhenAskedFor) {
   EXPECT_GE(db->nvm_wear()->total() - before, 100u);
   EXPECT_GE(db->nvm_wear()->histogram().front(), 99u) << "one hot line of one value";
   EXPECT_EQ(Database::open(main_memory_config())->nvm_wear(), nullptr);
+}
+
+TEST(EngineDatabase, EmptyPartsAreAllowedOnEveryArchitecture) {
+  for (Architecture arch : {Architecture::kThreeTier, Architecture::kNvmDirect}) {
+    TempTieredFiles files;
+    auto db = Database::open(files.config(arch));
+    auto t = db->create_table<std::uint32_t, std::uint64_t>("t");
+    t.insert(1, 1);
+    char buffer[8];
+    EXPECT_TRUE(t.get_part(1, 8, 0, buffer));
+    EXPECT_TRUE(t.update_part(1, 0, 0, buffer));
+    EXPECT_FALSE(t.get_part(2, 0, 0, buffer));
+  }
 }

@@ -301,6 +301,32 @@ TEST(TiersBufferManager, NvmEvictionWritesToSsdOnlyPagesDirtyVsSsd) {
   }
 }
 
+TEST(TiersBufferManager, NvmSlotHeaderCarriesThePageLsnAndDirtyVsSsd) {
+  TestTiers tiers("lsn", 4, 16);
+  BufferManager bm(three_tier(tiers));
+  auto set_lsn = [](Guard& page, Lsn lsn) {
+    std::memcpy(page.write(offsetof(PageHeader, lsn), sizeof(Lsn)), &lsn, sizeof(Lsn));
+  };
+  Swip root;
+  {
+    Guard page = bm.allocate_page();
+    root = bm.swip_of(page);
+    set_lsn(page, 77);
+  }
+  bm.flush_all();  // admitted to a free slot: the header is written with the page
+  const NvmSlotHeader& header = tiers.nvm->header(0);
+  EXPECT_EQ(header.page_id, root.page_id());
+  EXPECT_EQ(header.lsn, 77u);
+  EXPECT_TRUE(header.dirty_vs_ssd()) << "a new page was never written to SSD";
+  EXPECT_TRUE(tiers.nvm->header_valid(0));
+  {
+    Guard page = bm.fix(root, nullptr);  // a mini page: only line 0 is loaded and written back
+    set_lsn(page, 99);
+  }
+  bm.flush_all();
+  EXPECT_EQ(tiers.nvm->header(0).lsn, 99u);
+}
+
 TEST(TiersBufferManager, MoveSwipsRetargetsSwizzledChildren) {
   TestTiers tiers("move-swips", 16, 64);
   BufferManager bm(three_tier(tiers));

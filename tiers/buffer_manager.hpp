@@ -18,6 +18,11 @@
 //   ssd-bm       ssd only: page-grained, page table, no swizzling
 // Without both tiers the three switches are forced off.
 //
+// Swizzling: one owning swip per page. Only a swip inside a full frame (whose bytes never
+// move) or a root swip passed as fix(swip, nullptr) is swizzled; a root swip must stay at a
+// stable DRAM address, and a mini page's children stay unswizzled until it is promoted. Call
+// flush_all before destroying the manager: it unswizzles every swip, root swips included.
+//
 // Single-threaded today. Every frame carries a version-latch word and no frame pointer
 // outlives the Guard it came from, so optimistic latching can come without a redesign.
 #include <cassert>

@@ -92,7 +92,8 @@ TEST(WorkloadsBenchFlags, EveryFlagReachesTheOptions) {
                                 "out.json",
                                 "--fill-factor",
                                 "1",
-                                "--quiet"});
+                                "--quiet",
+                                "--wear"});
   EXPECT_EQ(o.ycsb.kind, YcsbKind::kReadWrite);
   EXPECT_EQ(o.config.dram_bytes, 64ULL << 20);
   EXPECT_EQ(o.config.nvm_bytes, 512ULL << 20);
@@ -114,6 +115,7 @@ TEST(WorkloadsBenchFlags, EveryFlagReachesTheOptions) {
   EXPECT_EQ(o.json_path, "out.json");
   EXPECT_DOUBLE_EQ(o.ycsb.fill_factor, 1.0);
   EXPECT_FALSE(o.progress);
+  EXPECT_TRUE(o.config.nvm_wear_counting);
 }
 
 TEST(WorkloadsBenchFlags, DefaultFilesArePerProcessAndRemoved) {

@@ -167,3 +167,35 @@ TEST(WorkloadsYcsbEndToEndPhases, ThreeTierBeyondDramReadsNvmLinesInEveryWorkloa
         << ycsb_kind_name(kind);
   }
 }
+
+TEST(WorkloadsYcsbEndToEndPhases, WearCountsTheMeasuredPhaseWritesOnly) {
+  SmallRun run(Architecture::kNvmDirect, YcsbKind::kReadWrite, false);
+  run.options.config.nvm_wear_counting = true;
+  run.options.ycsb.update_ratio_percent = 100;
+  const nlohmann::json result = run_bench(run.options);
+  ASSERT_TRUE(result.contains("wear"));
+  const nlohmann::json& wear = result.at("wear");
+  // Every update writes at least its field's lines in place; loading wrote many more lines,
+  // which must not appear here.
+  EXPECT_GE(wear.at("total_writes").get<std::uint64_t>(), 2000U);
+  EXPECT_LT(wear.at("lines_written").get<std::uint64_t>(), wear.at("lines").get<std::uint64_t>());
+  std::uint64_t lines = 0;
+  std::uint64_t writes = 0;
+  std::uint64_t previous = ~std::uint64_t{0};
+  for (const auto& run_of_lines : wear.at("sorted_runs")) {
+    const auto count = run_of_lines.at(0).get<std::uint64_t>();
+    EXPECT_LT(count, previous) << "runs sorted by writes, most first";
+    previous = count;
+    lines += run_of_lines.at(1).get<std::uint64_t>();
+    writes += count * run_of_lines.at(1).get<std::uint64_t>();
+  }
+  EXPECT_EQ(lines, wear.at("lines_written").get<std::uint64_t>());
+  EXPECT_EQ(writes, wear.at("total_writes").get<std::uint64_t>());
+  EXPECT_EQ(wear.at("max_writes").get<std::uint64_t>(),
+            wear.at("sorted_runs").at(0).at(0).get<std::uint64_t>());
+}
+
+TEST(WorkloadsYcsbEndToEndPhases, NoWearWithoutTheFlag) {
+  SmallRun run(Architecture::kNvmDirect, YcsbKind::kReadWrite, false);
+  EXPECT_FALSE(run_bench(run.options).contains("wear"));
+}

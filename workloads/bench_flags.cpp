@@ -77,6 +77,8 @@ BenchFlags::BenchFlags(CLI::App& app) {
   app.add_flag("--no-cl-grained", no_cl_grained_, "3tier: load whole pages from NVM");
   app.add_flag("--no-mini-pages", no_mini_pages_, "3tier: no mini pages");
   app.add_flag("--no-swizzling", no_swizzling_, "3tier: no pointer swizzling");
+  app.add_flag("--wear", o.config.nvm_wear_counting,
+               "count writes per NVM cache line; the JSON gets their distribution");
   app.add_option("--json", o.json_path, "write the result as JSON to this file");
   app.add_flag("--quiet", quiet_, "no progress lines");
 }

@@ -39,7 +39,11 @@ template <typename Op>
 PhaseResult run_phase(Database& db, std::string_view phase, PhaseLimit limit,
                       const ProgressPrinter& progress, Op&& op) {
   using Clock = std::chrono::steady_clock;
-  constexpr std::uint64_t kOpsPerClockCheck = 64;
+  // Read the clock once per batch; the batch adapts so that fast operations (~1 us) pay for
+  // the clock rarely and slow ones (a full scan) do not overrun the deadline.
+  constexpr std::uint64_t kMaxBatch = 64;
+  constexpr auto kShortBatch = std::chrono::microseconds(100);
+  std::uint64_t batch_size = 1;
   const Counters counters_before = db.counters();
   const Clock::time_point start = Clock::now();
   const Clock::time_point deadline = start + std::chrono::duration_cast<Clock::duration>(
@@ -52,7 +56,7 @@ PhaseResult run_phase(Database& db, std::string_view phase, PhaseLimit limit,
   std::uint64_t ops = 0;
   Clock::time_point now = start;
   for (;;) {
-    std::uint64_t batch = kOpsPerClockCheck;
+    std::uint64_t batch = batch_size;
     if (limit.ops != 0) {
       if (ops >= limit.ops) break;
       if (limit.ops - ops < batch) batch = limit.ops - ops;
@@ -61,7 +65,13 @@ PhaseResult run_phase(Database& db, std::string_view phase, PhaseLimit limit,
     }
     for (std::uint64_t i = 0; i < batch; ++i) op();
     ops += batch;
+    const Clock::time_point batch_start = now;
     now = Clock::now();
+    if (now - batch_start < kShortBatch) {
+      if (batch_size < kMaxBatch) batch_size *= 2;
+    } else if (batch_size > 1) {
+      batch_size /= 2;
+    }
     if (now >= next_report) {
       const Counters counters_now = db.counters();
       const double interval_s = std::chrono::duration<double>(now - last_report).count();

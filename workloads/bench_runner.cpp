@@ -4,12 +4,14 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <system_error>
 
 #include "common/error.hpp"
 #include "engine/database.hpp"
 #include "workloads/bench_report.hpp"
 #include "workloads/bench_tpcc.hpp"
+#include "workloads/bench_wear.hpp"
 #include "workloads/size_parser.hpp"
 #include "workloads/tree_size_estimate.hpp"
 #include "workloads/ycsb_workload.hpp"
@@ -35,10 +37,11 @@ class DefaultFilesRemover {
 };
 
 nlohmann::json run_ycsb_bench(Database& db, const BenchOptions& options,
-                              const ProgressPrinter& progress) {
+                              const ProgressPrinter& progress,
+                              const std::function<void()>& before_measured) {
   const PhaseLimit warmup{options.warmup_seconds, 0};
   const PhaseLimit measured{options.seconds, options.ops};
-  const YcsbResult ycsb = run_ycsb(db, options.ycsb, warmup, measured, progress);
+  const YcsbResult ycsb = run_ycsb(db, options.ycsb, warmup, measured, progress, before_measured);
   nlohmann::json result;
   result["load"] = phase_json(ycsb.load);
   result["load"]["memory"] = memory_json(ycsb.memory_after_load);
@@ -78,10 +81,15 @@ nlohmann::json run_bench(const BenchOptions& options) {
       format_size(options.config.nvm_bytes), format_size(options.config.ssd_bytes)));
   std::unique_ptr<Database> db = Database::open(options.config);
 
-  // 3. Load, warm up, measure.
+  // 3. Load, warm up, measure; NVM wear (when counted) over the measured phase only.
+  std::optional<WearDelta> wear;
+  const auto snapshot_wear = [&db, &wear] {
+    if (const WearCounters* counters = db->nvm_wear()) wear.emplace(*counters);
+  };
   nlohmann::json result = options.workload == WorkloadKind::kTpcc
-                              ? run_tpcc_bench(*db, options, progress)
-                              : run_ycsb_bench(*db, options, progress);
+                              ? run_tpcc_bench(*db, options, progress, snapshot_wear)
+                              : run_ycsb_bench(*db, options, progress, snapshot_wear);
+  if (wear) result["wear"] = wear->json(*db->nvm_wear());
 
   // 4. Describe the run.
   result["config"] = config_json(options);

@@ -20,7 +20,8 @@ constexpr std::array<std::string_view, tpcc::kTransactionTypes> kTransactionName
 }  // namespace
 
 nlohmann::json run_tpcc_bench(Database& db, const BenchOptions& options,
-                              const ProgressPrinter& progress) {
+                              const ProgressPrinter& progress,
+                              const std::function<void()>& before_measured) {
   // 1. Load.
   Tpcc tpcc(db, TpccOptions{options.warehouses, options.ycsb.seed});
   progress.message(fmt::format("loading TPC-C with {} warehouses", options.warehouses));
@@ -45,6 +46,7 @@ nlohmann::json run_tpcc_bench(Database& db, const BenchOptions& options,
   const PhaseResult warmup =
       run_phase(db, "warmup", {options.warmup_seconds, 0}, progress, [&tpcc] { tpcc.run_one(); });
   const TpccStats before_run = tpcc.stats();
+  if (before_measured) before_measured();
   const PhaseResult measured =
       run_phase(db, "run", {options.seconds, options.ops}, progress, [&tpcc] { tpcc.run_one(); });
   const TpccStats& after_run = tpcc.stats();

@@ -63,13 +63,15 @@ class YcsbRunner {
         keys_(options.distribution, options.records, options.zipf_theta, options.seed),
         random_(options.seed ^ 0x5eedULL) {}
 
-  YcsbResult run(PhaseLimit warmup, PhaseLimit measured, const ProgressPrinter& progress) {
+  YcsbResult run(PhaseLimit warmup, PhaseLimit measured, const ProgressPrinter& progress,
+                 const std::function<void()>& before_measured) {
     YcsbResult result;
     result.effective_theta = keys_.effective_theta();
     result.load = load(progress);
     result.memory_after_load = db_.memory_usage();
     result.warmup = run_phase(db_, "warmup", warmup, progress, [this] { one_operation(); });
     tallies_ = Tallies{};
+    if (before_measured) before_measured();
     result.measured = run_phase(db_, "run", measured, progress, [this] { one_operation(); });
     result.lookups = tallies_.lookups;
     result.updates = tallies_.updates;
@@ -209,7 +211,8 @@ std::string_view ycsb_kind_name(YcsbKind kind) {
 }
 
 YcsbResult run_ycsb(Database& db, const YcsbOptions& options, PhaseLimit warmup,
-                    PhaseLimit measured, const ProgressPrinter& progress) {
+                    PhaseLimit measured, const ProgressPrinter& progress,
+                    const std::function<void()>& before_measured) {
   // 1. Refuse what cannot be a YCSB table.
   if (options.records == 0) fail("ycsb: --records must be at least 1");
   if (!options.micro && options.records > (std::uint64_t{1} << 32))
@@ -218,8 +221,9 @@ YcsbResult run_ycsb(Database& db, const YcsbOptions& options, PhaseLimit warmup,
   if (options.max_scan_length == 0) fail("ycsb: the maximum scan length must be at least 1");
 
   // 2. Run on the layout the options select.
-  if (options.micro) return YcsbRunner<MicroOps>(db, options).run(warmup, measured, progress);
-  return YcsbRunner<FullRowOps>(db, options).run(warmup, measured, progress);
+  if (options.micro)
+    return YcsbRunner<MicroOps>(db, options).run(warmup, measured, progress, before_measured);
+  return YcsbRunner<FullRowOps>(db, options).run(warmup, measured, progress, before_measured);
 }
 
 }  // namespace tristore

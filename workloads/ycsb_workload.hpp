@@ -6,6 +6,7 @@
 //              (or, with full_scan, whole-table scans: paper section 5.4.2)
 // The micro mode uses 8-byte keys and values (section 5.5) and whole-value get/update.
 #include <cstdint>
+#include <functional>
 #include <string_view>
 
 #include "engine/database.hpp"
@@ -46,10 +47,11 @@ struct YcsbResult {
   double effective_theta = 0;
 };
 
-// Creates table "usertable", loads it, then runs the warm-up and the measured phase.
-// Throws Error if the engine loses a loaded record.
+// Creates table "usertable", loads it, then runs the warm-up and the measured phase, calling
+// before_measured (if set) between the two. Throws Error if the engine loses a loaded record.
 YcsbResult run_ycsb(Database& db, const YcsbOptions& options, PhaseLimit warmup,
-                    PhaseLimit measured, const ProgressPrinter& progress);
+                    PhaseLimit measured, const ProgressPrinter& progress,
+                    const std::function<void()>& before_measured = {});
 
 // Key and value sizes of the table the options select.
 inline std::uint64_t ycsb_key_bytes(const YcsbOptions& options) {

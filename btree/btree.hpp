@@ -228,29 +228,43 @@ class BTree {
   }
   static Swip* as_swips(std::byte* p) { return reinterpret_cast<Swip*>(p); }
 
-  // Probes one key per call until the range fits in a line, then reads that range at once.
+  // Binary search over groups of kKeysPerLine keys (one cache line for 8-byte keys): each
+  // probe reads the group around the middle and ends the search when the key falls inside it.
   struct Position {
     std::uint32_t index;  // first i with keys[i] >= key
     bool found;           // keys[index] == key
   };
   static Position search(Guard& g, std::uint32_t count, const K& key) {
+    // The answer lies in [lo, hi]; keys[hi] > key whenever hi < count.
     std::uint32_t lo = 0, hi = count;
     while (hi - lo > kKeysPerLine) {
       std::uint32_t mid = lo + (hi - lo) / 2;
-      if (key_at(g, mid) < key)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    if (lo < hi) {
-      const std::byte* p = g.read(Leaf::key_offset(lo), (hi - lo) * sizeof(K));
-      for (; lo < hi; ++lo, p += sizeof(K)) {
-        K k = load<K>(p);
-        if (!(k < key)) return {lo, !(key < k)};
+      std::uint32_t first = std::max(lo, mid / kKeysPerLine * kKeysPerLine);
+      std::uint32_t last = std::min(hi, first + kKeysPerLine) - 1;
+      const std::byte* p = g.read(Leaf::key_offset(first), (last - first + 1) * sizeof(K));
+      if (load<K>(p + (last - first) * sizeof(K)) < key) {
+        lo = last + 1;
+        continue;
       }
+      K first_key = load<K>(p);
+      if (!(first_key < key)) {
+        if (!(key < first_key)) return {first, true};
+        hi = first;
+        continue;
+      }
+      return scan_group(p + sizeof(K), first + 1, last + 1, key);
     }
-    // keys[hi] >= key was probed before: it may be the key itself.
-    return {hi, hi < count && !(key < key_at(g, hi))};
+    if (lo == hi) return {hi, false};
+    return scan_group(g.read(Leaf::key_offset(lo), (hi - lo) * sizeof(K)), lo, hi, key);
+  }
+  // Keys [from, to) at p, the answer among them or `to` (then keys[to] > key).
+  static Position scan_group(const std::byte* p, std::uint32_t from, std::uint32_t to,
+                             const K& key) {
+    for (std::uint32_t i = from; i < to; ++i, p += sizeof(K)) {
+      K k = load<K>(p);
+      if (!(k < key)) return {i, !(key < k)};
+    }
+    return {to, false};
   }
   // First i with keys[i] > key: the child that holds `key`.
   static std::uint32_t upper_bound(Guard& g, std::uint32_t count, const K& key) {

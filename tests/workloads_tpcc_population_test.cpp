@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <set>
 #include <string>
@@ -12,6 +14,14 @@
 
 namespace tristore::tpcc {
 namespace {
+
+// The data's seed: TRISTORE_SEED replays another one.
+std::uint64_t test_seed(std::uint64_t fallback) {
+  const char* env = std::getenv("TRISTORE_SEED");
+  const std::uint64_t seed = env != nullptr ? std::strtoull(env, nullptr, 0) : fallback;
+  std::printf("seed %llu (TRISTORE_SEED replays)\n", static_cast<unsigned long long>(seed));
+  return seed;
+}
 
 template <typename K, typename V>
 std::uint64_t count_rows(Table<K, V> table) {
@@ -27,7 +37,7 @@ class TpccPopulationTest : public ::testing::Test {
     config.architecture = Architecture::kMainMemory;
     config.dram_bytes = 1 * kGiB;
     db_ = Database::open(config).release();
-    tpcc_ = new Tpcc(*db_, {.warehouses = 1, .seed = 7});
+    tpcc_ = new Tpcc(*db_, {.warehouses = 1, .seed = test_seed(7)});
     steps_ = new std::vector<TpccLoadStep>;
     totals_ = tpcc_->load([](const TpccLoadStep& step) { steps_->push_back(step); });
   }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -19,6 +20,14 @@
 
 namespace tristore::tpcc {
 namespace {
+
+// The data's seed: TRISTORE_SEED replays another one.
+std::uint64_t test_seed(std::uint64_t fallback) {
+  const char* env = std::getenv("TRISTORE_SEED");
+  const std::uint64_t seed = env != nullptr ? std::strtoull(env, nullptr, 0) : fallback;
+  std::printf("seed %llu (TRISTORE_SEED replays)\n", static_cast<unsigned long long>(seed));
+  return seed;
+}
 
 template <typename K, typename V>
 std::uint64_t count_rows(Table<K, V> table) {
@@ -54,7 +63,7 @@ class TpccTransactionsTest : public ::testing::Test {
     config.architecture = Architecture::kMainMemory;
     config.dram_bytes = 1 * kGiB;
     db_ = Database::open(config).release();
-    tpcc_ = new Tpcc(*db_, {.warehouses = 1, .seed = 11});
+    tpcc_ = new Tpcc(*db_, {.warehouses = 1, .seed = test_seed(11)});
     tpcc_->load();
   }
   static void TearDownTestSuite() {
@@ -431,7 +440,7 @@ TEST_P(TpccArchitectureTest, LoadAndMixedRunStayConsistentWithSmallPools) {
   } catch (const Error& e) {
     GTEST_SKIP() << architecture_name(config.architecture) << " does not open: " << e.what();
   }
-  Tpcc tpcc(*db, {.warehouses = 1, .seed = 3});
+  Tpcc tpcc(*db, {.warehouses = 1, .seed = test_seed(3)});
   tpcc.load();
   expect_consistent(tpcc);
   for (int i = 0; i < 2000; ++i) tpcc.run_one();

@@ -57,6 +57,10 @@ BufferManager::BufferManager(const BufferManagerOptions& options)
     if (ssd_ == nullptr && page_id != slot)
       fail("NVM slot {} holds page {}: a basic-nvm page must live in the slot of its id", slot,
            page_id);
+    // Never two slots for one page in normal operation; should a crash leave two, the newer wins.
+    if (void** other = page_table_.find(page_id)) {
+      if (nvm_->header(nvm_->slot_of(*other)).lsn >= nvm_->header(slot).lsn) continue;
+    }
     page_table_.insert_or_assign(page_id, nvm_->slot(slot));
   }
 }

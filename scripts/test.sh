@@ -4,5 +4,15 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/scripts/build.sh" "$root/build-test" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g" -DTRISTORE_BUILD_BENCHMARKS=OFF
+
+# Debug mode (AddressSanitizer poisoning of non-resident cache lines): the death tests that
+# prove a read of a line never made resident is caught, and the B-tree over the buffer
+# manager, which must never make such a read.
+poison_tests=(tiers_poison_test btree_buffer_manager_test tiers_buffer_manager_test)
+cmake -S "$root" -B "$root/build-poison" -DTRISTORE_POISON=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" -DTRISTORE_BUILD_BENCHMARKS=OFF >/dev/null
+cmake --build "$root/build-poison" -j "$(nproc)" --target "${poison_tests[@]}"
+(cd "$root/build-poison" && ctest --output-on-failure -j "$(nproc)" -R "^($(IFS='|'; echo "${poison_tests[*]}"))\$")
+
 cd "$root/build-test"
 ctest --output-on-failure -j "$(nproc)" --timeout 600 "$@"

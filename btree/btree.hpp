@@ -266,15 +266,23 @@ class BTree {
     }
     return {to, false};
   }
-  // First i with keys[i] > key: the child that holds `key`.
+  // First i with keys[i] > key: the child that holds `key`. Probes key groups like search().
   static std::uint32_t upper_bound(Guard& g, std::uint32_t count, const K& key) {
     std::uint32_t lo = 0, hi = count;
     while (hi - lo > kKeysPerLine) {
       std::uint32_t mid = lo + (hi - lo) / 2;
-      if (key < key_at(g, mid))
-        hi = mid;
-      else
-        lo = mid + 1;
+      std::uint32_t first = std::max(lo, mid / kKeysPerLine * kKeysPerLine);
+      std::uint32_t last = std::min(hi, first + kKeysPerLine) - 1;
+      const std::byte* p = g.read(Inner::key_offset(first), (last - first + 1) * sizeof(K));
+      if (!(key < load<K>(p + (last - first) * sizeof(K)))) {
+        lo = last + 1;
+      } else if (key < load<K>(p)) {
+        hi = first;
+      } else {
+        lo = first + 1;
+        for (p += sizeof(K); !(key < load<K>(p)); p += sizeof(K)) ++lo;
+        return lo;
+      }
     }
     if (lo == hi) return lo;
     const std::byte* p = g.read(Inner::key_offset(lo), (hi - lo) * sizeof(K));

@@ -122,7 +122,6 @@ class BTree {
   }
 
   bool remove(const K& key) {
-    collapse_root();
     bool found = remove_with_merges(key);
     if (found) collapse_root();
     return found;

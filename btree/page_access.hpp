@@ -17,6 +17,8 @@
 //    back-references of swizzled children stay right. A swip outside any page (a table's
 //    root) has parent == nullptr and must stay at a stable DRAM address.
 //  - Bytes [0, kPageHeaderSize) of every page belong to the storage layer (common/page_format.hpp).
+//  - Guards are move-constructible and move-assignable: the B-tree moves them down a path.
+//  - The B-tree never asks for an empty range (length 0).
 #include <concepts>
 #include <cstddef>
 #include <cstdint>

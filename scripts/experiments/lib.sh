@@ -2,12 +2,16 @@
 # tristore-bench run into results/<experiment>/ (and its progress log beside it), then plots.
 #
 # Environment: TRISTORE_BENCH (the binary; default build/workloads/tristore-bench),
-# RUN_SECONDS / WARMUP_SECONDS (measured phase and warm-up per run), PYTHON.
+# RUN_SECONDS / WARMUP_SECONDS (measured phase and warm-up per run), LLC (simulated last-level
+# cache), PYTHON.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 bench=${TRISTORE_BENCH:-$root/build/workloads/tristore-bench}
 run_seconds=${RUN_SECONDS:-3}
 warmup_seconds=${WARMUP_SECONDS:-1}
+# The simulated last-level cache in front of NVM, scaled with the data as DRAM is: the paper has
+# 20 MB of L3 for 2 GB of DRAM and 10 GB of data; these scripts use ~1/20 of those sizes.
+llc=${LLC:-1MiB}
 # Debian's python3 carries python3-matplotlib; another python3 first on PATH may not.
 python=${PYTHON:-$([[ -x /usr/bin/python3 ]] && echo /usr/bin/python3 || echo python3)}
 
@@ -32,7 +36,8 @@ ycsb_records() { echo $(($1 * 640)); }
 run() {
   local name=$1
   shift
-  if "$bench" --seconds "$run_seconds" --warmup "$warmup_seconds" --json "$out/$name.json" "$@" \
+  if "$bench" --seconds "$run_seconds" --warmup "$warmup_seconds" --llc "$llc" \
+    --json "$out/$name.json" "$@" \
     >"$out/$name.log" 2>&1; then
     echo "  $name: $(tail -n 1 "$out/$name.log")"
   else

@@ -1,27 +1,49 @@
 #pragma once
 // The one TableInterface implementation: a B+-tree over the database's page-access policy.
+// Changing operations run as (parts of) transactions: a logical undo record first, then the
+// tree change as one logged operation (engine/logged_access.hpp). main-memory keeps its undo
+// in DRAM only.
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
+#include <type_traits>
 #include <variant>
+#include <vector>
 
 #include "btree/btree.hpp"
 #include "common/error.hpp"
 #include "engine/database.hpp"
+#include "engine/logged_access.hpp"
 #include "engine/table_interface.hpp"
+#include "engine/transaction_manager.hpp"
 #include "tiers/buffer_manager.hpp"
 #include "tiers/main_memory_access.hpp"
 #include "tiers/nvm_direct_access.hpp"
 
 namespace tristore {
 
-template <TableKey K, TableValue V, PageAccess Access>
+template <TableKey K, TableValue V, typename Inner>
 class BTreeTable final : public TableInterface<K, V> {
+  static constexpr bool kLogged = !std::is_same_v<Inner, MainMemoryAccess>;
+  using Access = std::conditional_t<kLogged, LoggedAccess<Inner>, MainMemoryAccess>;
+  using AccessMember = std::conditional_t<kLogged, LoggedAccess<Inner>, MainMemoryAccess&>;
+  using Context = std::conditional_t<kLogged, OperationLog<Inner>, MainMemoryAccess>;
+
  public:
   using typename TableInterface<K, V>::Visit;
   using typename TableInterface<K, V>::Generate;
 
-  BTreeTable(Access& access, Swip& root) : tree_(access, root) {}
+  BTreeTable(Context& context, TransactionManager& transactions, std::uint32_t table_id, Swip& root)
+      : context_(context),
+        transactions_(transactions),
+        table_id_(table_id),
+        root_(root),
+        access_(context),
+        tree_(access_, root),
+        root_page_(root_page_id()) {}
+
+  std::uint32_t table_id() const override { return table_id_; }
 
   bool get(const K& key, V& out) override { return tree_.lookup(key, out); }
   bool get_part(const K& key, std::size_t offset, std::size_t length, void* out) override {
@@ -29,21 +51,85 @@ class BTreeTable final : public TableInterface<K, V> {
     return tree_.lookup_part(key, static_cast<std::uint32_t>(offset),
                              static_cast<std::uint32_t>(length), out);
   }
-  bool insert(const K& key, const V& value) override { return tree_.insert(key, value); }
-  bool update(const K& key, const V& value) override { return tree_.update(key, value); }
-  bool update_part(const K& key, std::size_t offset, std::size_t length,
-                   const void* bytes) override {
-    check_part(offset, length);
-    return tree_.update_part(key, static_cast<std::uint32_t>(offset),
-                             static_cast<std::uint32_t>(length), bytes);
-  }
-  bool remove(const K& key) override { return tree_.remove(key); }
   std::size_t scan(const K& from, std::size_t limit, const Visit& visit) override {
     return tree_.scan(from, limit, visit);
   }
+
+  bool insert(TransactionState* txn, const K& key, const V& value) override {
+    return changing(txn, [&](TransactionState& t) {
+      V old;
+      if (tree_.lookup(key, old)) return false;
+      log_undo(t, UndoOperation::kInsert, key, 0, nullptr, 0);
+      operation(t, [&] { tree_.insert(key, value); });
+      return true;
+    });
+  }
+  bool update(TransactionState* txn, const K& key, const V& value) override {
+    return update_part(txn, key, 0, sizeof(V), &value);
+  }
+  bool update_part(TransactionState* txn, const K& key, std::size_t offset, std::size_t length,
+                   const void* bytes) override {
+    check_part(offset, length);
+    const auto part_offset = static_cast<std::uint32_t>(offset);
+    const auto part_length = static_cast<std::uint32_t>(length);
+    return changing(txn, [&](TransactionState& t) {
+      std::byte before[sizeof(V)];
+      if (!tree_.lookup_part(key, part_offset, part_length, before)) return false;
+      log_undo(t, UndoOperation::kUpdate, key, part_offset, before, part_length);
+      operation(t, [&] { tree_.update_part(key, part_offset, part_length, bytes); });
+      return true;
+    });
+  }
+  bool remove(TransactionState* txn, const K& key) override {
+    return changing(txn, [&](TransactionState& t) {
+      V old;
+      if (!tree_.lookup(key, old)) return false;
+      log_undo(t, UndoOperation::kRemove, key, 0, &old, sizeof(V));
+      operation(t, [&] { tree_.remove(key); });
+      return true;
+    });
+  }
+
+  // Not logged: the checkpoint after it makes the loaded table durable at once.
   void bulk_load(std::size_t count, const Generate& generate, double fill_factor) override {
     tree_.bulk_load(count, generate, fill_factor);
+    root_page_ = root_page_id();
+    transactions_.checkpoint();
   }
+
+  void apply_undo(TransactionState& txn, std::span<const std::byte> undo) override {
+    // 1. Decode: UndoLogical, key, before-image.
+    UndoLogical header;
+    if (undo.size() < sizeof(header) + sizeof(K)) fail("undo record too short");
+    std::memcpy(&header, undo.data(), sizeof(header));
+    K key;
+    std::memcpy(&key, undo.data() + sizeof(header), sizeof(K));
+    const std::byte* before = undo.data() + sizeof(header) + sizeof(K);
+    if (header.key_size != sizeof(K) || header.before_size > sizeof(V) ||
+        undo.size() < sizeof(header) + sizeof(K) + header.before_size)
+      fail("undo record of table {} does not match its key and value sizes", table_id_);
+    // 2. Invert the operation, whether or not it reached the tree.
+    V current;
+    const bool present = tree_.lookup(key, current);
+    if (header.operation == UndoOperation::kInsert) {
+      if (present) operation(txn, [&] { tree_.remove(key); });
+    } else if (header.operation == UndoOperation::kUpdate) {
+      if (present)
+        operation(txn,
+                  [&] { tree_.update_part(key, header.reserved2, header.before_size, before); });
+    } else {
+      V value;
+      std::memcpy(&value, before, sizeof(V));
+      operation(txn, [&] {
+        if (present)
+          tree_.update(key, value);
+        else
+          tree_.insert(key, value);
+      });
+    }
+  }
+
+  BTree<K, V, Access>& tree() { return tree_; }
 
  private:
   static void check_part(std::size_t offset, std::size_t length) {
@@ -51,17 +137,101 @@ class BTreeTable final : public TableInterface<K, V> {
       fail("value part [{}, {}) lies outside the {}-byte value", offset, offset + length,
            sizeof(V));
   }
+
+  // Runs body(txn) in the given transaction, or in a single-operation one.
+  template <typename Body>
+  bool changing(TransactionState* txn, Body&& body) {
+    transactions_.before_operation();
+    if (txn != nullptr) return body(*txn);
+    TransactionState& single = transactions_.begin_autocommit();
+    bool changed;
+    try {
+      changed = body(single);
+    } catch (...) {
+      transactions_.abort(single);
+      throw;
+    }
+    transactions_.commit(single);
+    return changed;
+  }
+
+  void log_undo(TransactionState& txn, UndoOperation operation, const K& key,
+                std::uint32_t part_offset, const void* before, std::uint32_t before_size) {
+    UndoLogical header{.table_id = table_id_,
+                       .operation = operation,
+                       .reserved = 0,
+                       .key_size = static_cast<std::uint16_t>(sizeof(K)),
+                       .before_size = before_size,
+                       .reserved2 = part_offset};
+    undo_buffer_.resize(sizeof(header) + sizeof(K) + before_size);
+    std::memcpy(undo_buffer_.data(), &header, sizeof(header));
+    std::memcpy(undo_buffer_.data() + sizeof(header), &key, sizeof(K));
+    if (before_size > 0)
+      std::memcpy(undo_buffer_.data() + sizeof(header) + sizeof(K), before, before_size);
+    transactions_.log_undo(txn, *this, undo_buffer_);
+  }
+
+  // One tree change as one logged operation; the table's new root, if it moved, with it.
+  template <typename Change>
+  void operation(TransactionState& txn, Change&& change) {
+    if constexpr (kLogged) {
+      if (!transactions_.durable()) return change();
+      context_.begin(txn, InnerLayout<K>::kSwipsOffset);
+      try {
+        change();
+        if (context_.root_may_change()) {
+          const PageId root = root_page_id();
+          if (root != root_page_) context_.note_root(table_id_, root);
+          root_page_ = root;
+        }
+      } catch (...) {
+        context_.abandon();
+        throw;
+      }
+      context_.end();
+    } else {
+      change();
+    }
+  }
+
+  PageId root_page_id() const {
+    if constexpr (kLogged) {
+      if (root_.is_swizzled()) return root_.frame<FrameHeader>()->page_id;
+      return root_.page_id();
+    } else {
+      return 0;
+    }
+  }
+
+  Context& context_;
+  TransactionManager& transactions_;
+  std::uint32_t table_id_;
+  Swip& root_;
+  AccessMember access_;
   BTree<K, V, Access> tree_;
+  PageId root_page_;
+  std::vector<std::byte> undo_buffer_;
+};
+
+template <typename Context>
+struct ContextInner {
+  using type = MainMemoryAccess;
+};
+template <typename Inner>
+struct ContextInner<OperationLog<Inner>> {
+  using type = Inner;
 };
 
 template <TableKey K, TableValue V>
-std::shared_ptr<TableInterface<K, V>> make_btree_table(PageAccessRef access, Swip& root) {
+std::shared_ptr<TableInterface<K, V>> make_btree_table(const TableBinding& binding) {
   return std::visit(
-      [&](auto* policy) -> std::shared_ptr<TableInterface<K, V>> {
-        using Access = std::remove_pointer_t<decltype(policy)>;
-        return std::make_shared<BTreeTable<K, V, Access>>(*policy, root);
+      [&](auto* context) -> std::shared_ptr<TableInterface<K, V>> {
+        using Context = std::remove_pointer_t<decltype(context)>;
+        using Inner = typename ContextInner<Context>::type;
+        return std::make_shared<BTreeTable<K, V, Inner>>(*context, *binding.transactions,
+                                                         binding.table_id, *binding.root);
       },
-      access);
+      binding.access);
 }
 
 }  // namespace tristore

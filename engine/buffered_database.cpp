@@ -1,6 +1,10 @@
 #include "engine/buffered_database.hpp"
 
+#include <chrono>
+#include <cstring>
+
 #include "common/error.hpp"
+#include "common/page_format.hpp"
 #include "engine/database_over.hpp"
 #include "engine/storage_files.hpp"
 #include "tiers/buffer_manager.hpp"
@@ -13,18 +17,21 @@ namespace {
 class BufferedDatabase final : public DatabaseOver<BufferManager> {
  public:
   BufferedDatabase(const Config& config, std::unique_ptr<NvmTier> nvm,
-                   std::unique_ptr<SsdPageFile> ssd, std::unique_ptr<BufferManager> manager,
+                   std::unique_ptr<NvmTier> log_tier, std::unique_ptr<SsdPageFile> ssd,
+                   std::unique_ptr<LogManager> log, std::unique_ptr<BufferManager> manager,
                    Catalog catalog)
-      : DatabaseOver(config, *manager, std::move(catalog)),
+      : DatabaseOver(config, *manager, std::move(catalog), log.get(), manager->options().swizzling),
         nvm_(std::move(nvm)),
+        log_tier_(std::move(log_tier)),
         ssd_(std::move(ssd)),
+        log_(std::move(log)),
         manager_(std::move(manager)) {}
 
   ~BufferedDatabase() override {
     try {
-      close();
+      transactions_.checkpoint();
     } catch (const Error&) {
-      // A destructor cannot report; the files stay as the last successful flush left them.
+      // A destructor cannot report; restart recovers from the log.
     }
   }
 
@@ -39,22 +46,26 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
                        .ssd_bytes = ssd_ ? ssd_->pages_in_use() * kPageSize : 0};
   }
 
+  // Restart (docs/durability.md): the page table was rebuilt by the buffer manager.
+  void recover(double page_table_seconds, double log_open_seconds) {
+    RestartReport& report = transactions_.restart_report();
+    report.page_table_rebuild_seconds = page_table_seconds;
+    report.log_open_seconds = log_open_seconds;
+    transactions_.recover(report);
+  }
+
  protected:
-  Swip& create_table_root(std::string_view name, std::size_t key_size,
-                          std::size_t value_size) override {
+  void before_create_table() override {
     if (catalog_.entries().size() >= Catalog::capacity(metadata_area().size()))
       fail("{}: the catalog is full ({} tables)", architecture_name(config_.architecture),
            catalog_.entries().size());
-    return DatabaseOver::create_table_root(name, key_size, value_size);
   }
 
- private:
-  std::span<std::byte> metadata_area() { return ssd_ ? ssd_->metadata() : nvm_->metadata_area(); }
-
   // 1. Catalog with the roots' page ids (a swizzled root is fixed once to learn its id).
-  // 2. Every DRAM page down to NVM or SSD (flush_all syncs the SSD, metadata included).
+  // 2. Every DRAM page down to NVM or SSD, the log first (flush_all syncs the SSD, metadata
+  //    included).
   // 3. basic-nvm: persist the NVM metadata area.
-  void close() {
+  void checkpoint_pages() override {
     catalog_.save(metadata_area(), [&](Swip& root) {
       return root.is_swizzled() ? manager_->fix(root, nullptr).page_id() : root.page_id();
     });
@@ -63,10 +74,36 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
       nvm_->device().persist(nvm_->metadata_area().data(), nvm_->metadata_area().size());
   }
 
+  void redo(Lsn lsn, const RedoPageBytes& entry, std::span<const std::byte> bytes) override {
+    if (entry.offset == kRedoRootEntry) return redo_root(bytes, entry.page_id);
+    if (entry.length == kPageSize) {
+      BufferManager::Guard page = manager_->install_page(entry.page_id, bytes.data());
+      std::memcpy(page.write(offsetof(PageHeader, lsn), sizeof(Lsn)), &lsn, sizeof(lsn));
+      return;
+    }
+    if (entry.offset < kPageHeaderSize || entry.offset + entry.length > kPageSize)
+      fail("log: corrupt redo entry for page {} at LSN {}", entry.page_id, lsn);
+    BufferManager::Guard page = manager_->fix_page(entry.page_id);
+    Lsn page_lsn;
+    std::memcpy(&page_lsn, page.read(offsetof(PageHeader, lsn), sizeof(Lsn)), sizeof(Lsn));
+    if (page_lsn >= lsn) return;
+    std::memcpy(page.write(entry.offset, entry.length), bytes.data(), entry.length);
+    std::memcpy(page.write(offsetof(PageHeader, lsn), sizeof(Lsn)), &lsn, sizeof(lsn));
+  }
+
+ private:
+  std::span<std::byte> metadata_area() { return ssd_ ? ssd_->metadata() : nvm_->metadata_area(); }
+
   std::unique_ptr<NvmTier> nvm_;
+  std::unique_ptr<NvmTier> log_tier_;  // ssd-bm: an NVM file for the log only
   std::unique_ptr<SsdPageFile> ssd_;
+  std::unique_ptr<LogManager> log_;
   std::unique_ptr<BufferManager> manager_;
 };
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 }  // namespace
 
@@ -77,17 +114,27 @@ std::unique_ptr<Database> open_buffered_database(const Config& config) {
     fail("{}: DRAM budget of {} bytes is too small: the B-tree needs at least {} frames ({} KiB)",
          architecture_name(config.architecture), config.dram_bytes, kMinimumBufferFrames,
          minimum / 1024);
-  // 2. The tiers of this architecture; NVM and SSD files of one database share its id.
+  // 2. The tiers of this architecture; NVM and SSD files of one database share its id. The
+  //    log lives in NVM; ssd-bm has an NVM file for it alone.
   const bool three_tier = config.architecture == Architecture::kThreeTier;
   const bool uses_nvm = three_tier || config.architecture == Architecture::kBasicNvm;
   const bool uses_ssd = three_tier || config.architecture == Architecture::kSsdBm;
   std::unique_ptr<NvmTier> nvm = uses_nvm ? open_nvm_tier(config) : nullptr;
+  std::unique_ptr<NvmTier> log_tier = uses_nvm ? nullptr : open_log_tier(config);
+  NvmTier& log_home = uses_nvm ? *nvm : *log_tier;
   std::unique_ptr<SsdPageFile> ssd =
-      uses_ssd ? open_ssd_file(config, nvm ? nvm->database_id() : 0) : nullptr;
-  // 3. The catalog of a reopened database.
+      uses_ssd ? open_ssd_file(config, log_home.database_id()) : nullptr;
+  // 3. The log: new, or opened (its end found) for restart.
+  auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<LogManager> log = config.create
+                                        ? LogManager::create(log_home.device(), log_home.log_area())
+                                        : LogManager::open(log_home.device(), log_home.log_area());
+  const double log_open_seconds = seconds_since(start);
+  // 4. The catalog of a reopened database (as of its last checkpoint).
   Catalog catalog;
   if (!config.create) catalog = Catalog::load(ssd ? ssd->metadata() : nvm->metadata_area());
-  // 4. The buffer manager; opening rebuilds its page table from the NVM slot headers.
+  // 5. The buffer manager; opening rebuilds its page table from the NVM slot headers. Pages
+  //    go down only after the log (write-ahead rule).
   BufferManagerOptions options;
   options.dram_bytes = config.dram_bytes;
   options.nvm = nvm.get();
@@ -96,9 +143,22 @@ std::unique_ptr<Database> open_buffered_database(const Config& config) {
   options.mini_pages = three_tier && config.mini_pages;
   options.swizzling = three_tier && config.swizzling;
   options.admission_set_size = config.admission_set_size;
+  options.before_write_back = [log = log.get()](Lsn lsn) {
+    log->persist_up_to(std::min(lsn, log->end_lsn()));
+  };
+  start = std::chrono::steady_clock::now();
   auto manager = std::make_unique<BufferManager>(options);
-  return std::make_unique<BufferedDatabase>(config, std::move(nvm), std::move(ssd),
-                                            std::move(manager), std::move(catalog));
+  const double page_table_seconds = seconds_since(start);
+  auto database = std::make_unique<BufferedDatabase>(config, std::move(nvm), std::move(log_tier),
+                                                     std::move(ssd), std::move(log),
+                                                     std::move(manager), std::move(catalog));
+  // 6. A new database starts with a checkpoint (the first change of every page is then a
+  //    full image); a reopened one recovers.
+  if (config.create)
+    database->checkpoint();
+  else
+    database->recover(page_table_seconds, log_open_seconds);
+  return database;
 }
 
 }  // namespace tristore

@@ -4,6 +4,7 @@
 #include "engine/buffered_database.hpp"
 #include "engine/main_memory_database.hpp"
 #include "engine/nvm_direct_database.hpp"
+#include "engine/transaction_manager.hpp"
 
 namespace tristore {
 
@@ -20,5 +21,11 @@ std::unique_ptr<Database> Database::open(const Config& config) {
   }
   fail("unknown architecture {}", static_cast<int>(config.architecture));
 }
+
+Transaction Database::begin() { return transactions().begin(); }
+
+void Database::checkpoint() { transactions().checkpoint(); }
+
+const RestartReport& Database::restart_report() const { return transactions().restart_report(); }
 
 }  // namespace tristore

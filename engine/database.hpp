@@ -37,9 +37,24 @@ class MainMemoryAccess;
 class WearCounters;
 class NvmDirectAccess;
 class BufferManager;
+template <typename Inner>
+class OperationLog;
+class TransactionManager;
+class Transaction;
+struct RestartReport;
 
-// The page-access policy an open database runs on; tables instantiate the B-tree for it.
-using PageAccessRef = std::variant<MainMemoryAccess*, NvmDirectAccess*, BufferManager*>;
+// The page-access policy an open database runs on; tables instantiate the B-tree for it. The
+// durable architectures' access goes through their OperationLog (engine/logged_access.hpp).
+using PageAccessRef =
+    std::variant<MainMemoryAccess*, OperationLog<NvmDirectAccess>*, OperationLog<BufferManager>*>;
+
+// What a new table handle needs.
+struct TableBinding {
+  PageAccessRef access;
+  TransactionManager* transactions;
+  std::uint32_t table_id;
+  Swip* root;
+};
 
 struct MemoryUsage {
   std::uint64_t dram_bytes = 0;        // buffer pool (or in-memory pages) in use
@@ -64,19 +79,29 @@ class Database {
 
   template <TableKey K, TableValue V>
   Table<K, V> create_table(std::string_view name);  // Error if it exists
+  // Error if missing or of other types. After a crash, opening a table first undoes what
+  // unfinished transactions left in it.
   template <TableKey K, TableValue V>
-  Table<K, V> open_table(std::string_view name);  // Error if missing or of other types
+  Table<K, V> open_table(std::string_view name);
   // Both defined in engine/table.hpp. Tables must not outlive their Database.
+
+  // A transaction (engine/transaction.hpp); all durable architectures log it, main-memory
+  // keeps it in DRAM (atomic, not durable).
+  Transaction begin();
+  // Makes every change durable in NVM or SSD and lets the log drop older records; also runs
+  // on its own when the log fills. No-op for main-memory.
+  void checkpoint();
+  // What restart did when this database was opened after a crash (performed = false: new).
+  const RestartReport& restart_report() const;
 
  protected:
   explicit Database(const Config& config) : config_(config) {}
-  // The root swip of a new (empty) or existing table, at a stable address; Error on a
-  // duplicate or missing name, or sizes other than the table's.
-  virtual Swip& create_table_root(std::string_view name, std::size_t key_size,
-                                  std::size_t value_size) = 0;
-  virtual Swip& open_table_root(std::string_view name, std::size_t key_size,
-                                std::size_t value_size) = 0;
-  virtual PageAccessRef page_access() = 0;
+  // A new (empty) or existing table; Error on a duplicate or missing name, or sizes other
+  // than the table's. The root swip stays at its address while the database is open.
+  virtual TableBinding bind_table(std::string_view name, std::size_t key_size,
+                                  std::size_t value_size, bool create) = 0;
+  virtual TransactionManager& transactions() = 0;
+  virtual const TransactionManager& transactions() const = 0;
   Config config_;
 };
 

@@ -25,9 +25,11 @@ enum class LogRecordType : std::uint8_t {
   kCompensation,       // Compensation: one undo record has been applied
   kCheckpointBegin,    // no payload
   kCheckpointEnd,      // CheckpointEnd + ActiveTransaction[active_count]
+  kRedoOperation,      // one table operation's page changes: (RedoPageBytes + bytes)*, atomic
+  kPageBeforeImage,    // nvm-direct: RedoPageBytes + the bytes before an in-place change
 };
 inline constexpr std::uint8_t kLastLogRecordType =
-    static_cast<std::uint8_t>(LogRecordType::kCheckpointEnd);
+    static_cast<std::uint8_t>(LogRecordType::kPageBeforeImage);
 
 // As stored in NVM, at an 8-byte aligned LSN.
 struct LogRecordHeader {
@@ -79,7 +81,11 @@ struct UndoLogical {
 };
 struct Compensation {
   Lsn undo_next_lsn;  // the next record of this transaction still to undo (ARIES CLR)
+  Lsn undone_lsn;     // the kUndoLogical record this one compensates
 };
+// Entries of a kRedoOperation record that are no page bytes (RedoPageBytes::offset).
+inline constexpr std::uint32_t kRedoRootEntry = 0xFFFFFFFF;   // page_id: new root; 4-byte table id
+inline constexpr std::uint32_t kRedoFreedEntry = 0xFFFFFFFE;  // page_id was freed; no bytes
 struct CheckpointEnd {
   Lsn begin_lsn;
   std::uint64_t active_count;  // ActiveTransaction entries that follow

@@ -11,7 +11,7 @@ namespace {
 class MainMemoryDatabase final : public DatabaseOver<MainMemoryAccess> {
  public:
   MainMemoryDatabase(const Config& config, std::unique_ptr<MainMemoryAccess> memory)
-      : DatabaseOver(config, *memory), memory_(std::move(memory)) {}
+      : DatabaseOver(config, *memory, Catalog{}, nullptr, false), memory_(std::move(memory)) {}
 
   Counters counters() const override { return {}; }
   MemoryUsage memory_usage() const override {

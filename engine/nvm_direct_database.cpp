@@ -1,6 +1,10 @@
 #include "engine/nvm_direct_database.hpp"
 
+#include <chrono>
+#include <cstring>
+
 #include "common/error.hpp"
+#include "common/page_format.hpp"
 #include "engine/database_over.hpp"
 #include "engine/storage_files.hpp"
 #include "tiers/nvm_direct_access.hpp"
@@ -12,11 +16,19 @@ namespace {
 class NvmDirectDatabase final : public DatabaseOver<NvmDirectAccess> {
  public:
   NvmDirectDatabase(const Config& config, std::unique_ptr<NvmTier> tier,
-                    std::unique_ptr<NvmDirectAccess> access, Catalog catalog)
-      : DatabaseOver(config, *access, std::move(catalog)),
+                    std::unique_ptr<NvmDirectAccess> access, std::unique_ptr<LogManager> log,
+                    Catalog catalog)
+      : DatabaseOver(config, *access, std::move(catalog), log.get(), false),
         tier_(std::move(tier)),
-        access_owner_(std::move(access)) {}
-  ~NvmDirectDatabase() override { save_catalog(); }
+        access_owner_(std::move(access)),
+        log_(std::move(log)) {}
+  ~NvmDirectDatabase() override {
+    try {
+      transactions_.checkpoint();
+    } catch (const Error&) {
+      // A destructor cannot report; restart recovers from the log.
+    }
+  }
 
   Counters counters() const override { return tier_->device().counters(); }
   const WearCounters* nvm_wear() const override { return tier_->device().wear(); }
@@ -28,35 +40,82 @@ class NvmDirectDatabase final : public DatabaseOver<NvmDirectAccess> {
                        .ssd_bytes = 0};
   }
 
- protected:
-  Swip& create_table_root(std::string_view name, std::size_t key_size,
-                          std::size_t value_size) override {
-    if (catalog_.entries().size() >= Catalog::capacity(tier_->metadata_area().size()))
-      fail("nvm-direct: the catalog is full ({} tables)", catalog_.entries().size());
-    Swip& root = DatabaseOver::create_table_root(name, key_size, value_size);
-    save_catalog();
-    return root;
+  void recover(double log_open_seconds) {
+    RestartReport& report = transactions_.restart_report();
+    report.log_open_seconds = log_open_seconds;
+    transactions_.recover(report);
   }
 
- private:
+ protected:
+  void before_create_table() override {
+    if (catalog_.entries().size() >= Catalog::capacity(tier_->metadata_area().size()))
+      fail("nvm-direct: the catalog is full ({} tables)", catalog_.entries().size());
+  }
+
+  // Pages are persisted in place when each operation ends; only the catalog remains.
   // Swips are page ids here, so the roots need no fix to be saved.
-  void save_catalog() {
+  void checkpoint_pages() override {
     catalog_.save(tier_->metadata_area(), [](Swip& root) { return root.page_id(); });
     tier_->device().persist(tier_->metadata_area().data(), tier_->metadata_area().size());
   }
 
+  // In place; pages are normally current already (their LSN says so). A freed slot's page is
+  // skipped: it was freed later.
+  void redo(Lsn lsn, const RedoPageBytes& entry, std::span<const std::byte> bytes) override {
+    if (entry.offset == kRedoRootEntry) return redo_root(bytes, entry.page_id);
+    std::byte* page = slot_of(entry, lsn);
+    if (page == nullptr) return;
+    Lsn page_lsn;
+    std::memcpy(&page_lsn, page + offsetof(PageHeader, lsn), sizeof(Lsn));
+    if (page_lsn >= lsn) return;
+    write_persisted(page + entry.offset, bytes);
+    tier_->device().write(page + offsetof(PageHeader, lsn), &lsn, sizeof(lsn));
+    tier_->device().persist(page + offsetof(PageHeader, lsn), sizeof(lsn));
+  }
+
+  void restore_before_image(const RedoPageBytes& entry, std::span<const std::byte> bytes) override {
+    std::byte* page = slot_of(entry, kNoLsn);
+    if (page != nullptr) write_persisted(page + entry.offset, bytes);
+  }
+
+ private:
+  std::byte* slot_of(const RedoPageBytes& entry, Lsn lsn) {
+    if (entry.page_id >= tier_->slot_count() || entry.offset > kPageSize ||
+        entry.length > kPageSize - entry.offset)
+      fail("log: corrupt page entry for page {} at LSN {}", entry.page_id, lsn);
+    const auto slot = static_cast<SlotId>(entry.page_id);
+    if (!tier_->header_valid(slot) || tier_->header(slot).is_free()) return nullptr;
+    return tier_->slot(slot);
+  }
+  void write_persisted(std::byte* to, std::span<const std::byte> bytes) {
+    tier_->device().write(to, bytes.data(), bytes.size());
+    tier_->device().persist(to, bytes.size());
+  }
+
   std::unique_ptr<NvmTier> tier_;
   std::unique_ptr<NvmDirectAccess> access_owner_;
+  std::unique_ptr<LogManager> log_;
 };
 
 }  // namespace
 
 std::unique_ptr<Database> open_nvm_direct_database(const Config& config) {
   std::unique_ptr<NvmTier> tier = open_nvm_tier(config);
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<LogManager> log = config.create
+                                        ? LogManager::create(tier->device(), tier->log_area())
+                                        : LogManager::open(tier->device(), tier->log_area());
+  const double log_open_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   Catalog catalog = config.create ? Catalog{} : Catalog::load(tier->metadata_area());
   auto access = std::make_unique<NvmDirectAccess>(*tier);
-  return std::make_unique<NvmDirectDatabase>(config, std::move(tier), std::move(access),
-                                             std::move(catalog));
+  auto database = std::make_unique<NvmDirectDatabase>(config, std::move(tier), std::move(access),
+                                                      std::move(log), std::move(catalog));
+  if (config.create)
+    database->checkpoint();
+  else
+    database->recover(log_open_seconds);
+  return database;
 }
 
 }  // namespace tristore

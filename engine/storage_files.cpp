@@ -32,7 +32,8 @@ std::uint64_t nvm_log_bytes(std::uint64_t nvm_bytes) {
   return std::clamp<std::uint64_t>(nvm_bytes / 8 / 4096 * 4096, 64 * 1024, 16 * kMiB);
 }
 
-std::unique_ptr<NvmTier> open_nvm_tier(const Config& config, std::uint64_t database_id) {
+std::unique_ptr<NvmTier> open_nvm_tier(const Config& config, std::uint64_t database_id,
+                                       std::uint64_t log_bytes) {
   require_directory(config.nvm_path, "NVM");
   NvmTierOptions options;
   options.device.path = config.nvm_path;
@@ -43,9 +44,16 @@ std::unique_ptr<NvmTier> open_nvm_tier(const Config& config, std::uint64_t datab
   options.device.write_ns = config.nvm_write_ns;
   options.device.llc_bytes = config.llc_bytes;
   options.device.wear_counting = config.nvm_wear_counting;
-  options.log_bytes = nvm_log_bytes(config.nvm_bytes);
+  options.log_bytes = log_bytes != 0 ? log_bytes : nvm_log_bytes(config.nvm_bytes);
   options.database_id = database_id;
   return config.create ? NvmTier::create(options) : NvmTier::open(options);
+}
+
+std::unique_ptr<NvmTier> open_log_tier(const Config& config) {
+  const std::uint64_t log_bytes = nvm_log_bytes(config.nvm_bytes);
+  Config log_only = config;
+  log_only.nvm_bytes = NvmLayout::compute(1, log_bytes).end;
+  return open_nvm_tier(log_only, 0, log_bytes);
 }
 
 std::unique_ptr<SsdPageFile> open_ssd_file(const Config& config, std::uint64_t database_id) {

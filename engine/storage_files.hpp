@@ -19,7 +19,11 @@ std::string effective_ssd_path(const Config& config);
 std::uint64_t nvm_log_bytes(std::uint64_t nvm_bytes);
 
 // database_id: 0 = a new random id (create) or any (open).
-std::unique_ptr<NvmTier> open_nvm_tier(const Config& config, std::uint64_t database_id = 0);
+// log_bytes: 0 = nvm_log_bytes(config.nvm_bytes).
+std::unique_ptr<NvmTier> open_nvm_tier(const Config& config, std::uint64_t database_id = 0,
+                                       std::uint64_t log_bytes = 0);
+// ssd-bm: an NVM file at Config::nvm_path with the log area and no room for pages beyond one slot.
+std::unique_ptr<NvmTier> open_log_tier(const Config& config);
 std::unique_ptr<SsdPageFile> open_ssd_file(const Config& config, std::uint64_t database_id = 0);
 
 }  // namespace tristore

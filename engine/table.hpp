@@ -1,5 +1,7 @@
 #pragma once
 // A typed table: a B+-tree of fixed-size keys and values. Cheap to copy (a handle).
+// Changing operations come in two forms: with a Transaction (part of it) and without (a
+// transaction of their own, durable when the call returns on a durable architecture).
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -7,6 +9,7 @@
 #include "engine/btree_table.hpp"
 #include "engine/database.hpp"
 #include "engine/table_interface.hpp"
+#include "engine/transaction.hpp"
 
 namespace tristore {
 
@@ -21,13 +24,26 @@ class Table {
   bool get_part(const K& key, std::size_t offset, std::size_t length, void* out) {
     return impl_->get_part(key, offset, length, out);
   }
-  bool insert(const K& key, const V& value) { return impl_->insert(key, value); }
-  bool update(const K& key, const V& value) { return impl_->update(key, value); }
+  bool insert(const K& key, const V& value) { return impl_->insert(nullptr, key, value); }
+  bool update(const K& key, const V& value) { return impl_->update(nullptr, key, value); }
   // Overwrites value bytes [offset, offset + length); only those bytes become dirty.
   bool update_part(const K& key, std::size_t offset, std::size_t length, const void* bytes) {
-    return impl_->update_part(key, offset, length, bytes);
+    return impl_->update_part(nullptr, key, offset, length, bytes);
   }
-  bool remove(const K& key) { return impl_->remove(key); }
+  bool remove(const K& key) { return impl_->remove(nullptr, key); }
+
+  bool insert(Transaction& txn, const K& key, const V& value) {
+    return impl_->insert(&txn.state(), key, value);
+  }
+  bool update(Transaction& txn, const K& key, const V& value) {
+    return impl_->update(&txn.state(), key, value);
+  }
+  bool update_part(Transaction& txn, const K& key, std::size_t offset, std::size_t length,
+                   const void* bytes) {
+    return impl_->update_part(&txn.state(), key, offset, length, bytes);
+  }
+  bool remove(Transaction& txn, const K& key) { return impl_->remove(&txn.state(), key); }
+
   // Visits entries with key >= from in ascending key order, at most `limit` of them, until
   // visit(key, value) returns false. Returns the number visited.
   std::size_t scan(const K& from, std::size_t limit,
@@ -35,7 +51,8 @@ class Table {
     return impl_->scan(from, limit, visit);
   }
   // Fills an empty table with `count` entries in ascending key order, generate(i, key, value)
-  // giving the i-th; leaves are filled to `fill_factor` (the paper uses 0.66).
+  // giving the i-th; leaves are filled to `fill_factor` (the paper uses 0.66). Not logged: a
+  // checkpoint follows it (durable architectures).
   void bulk_load(std::size_t count, const typename TableInterface<K, V>::Generate& generate,
                  double fill_factor = 0.66) {
     impl_->bulk_load(count, generate, fill_factor);
@@ -47,14 +64,16 @@ class Table {
 
 template <TableKey K, TableValue V>
 Table<K, V> Database::create_table(std::string_view name) {
-  Swip& root = create_table_root(name, sizeof(K), sizeof(V));
-  return Table<K, V>(make_btree_table<K, V>(page_access(), root));
+  TableBinding binding = bind_table(name, sizeof(K), sizeof(V), true);
+  return Table<K, V>(make_btree_table<K, V>(binding));
 }
 
 template <TableKey K, TableValue V>
 Table<K, V> Database::open_table(std::string_view name) {
-  Swip& root = open_table_root(name, sizeof(K), sizeof(V));
-  return Table<K, V>(make_btree_table<K, V>(page_access(), root));
+  TableBinding binding = bind_table(name, sizeof(K), sizeof(V), false);
+  auto table = make_btree_table<K, V>(binding);
+  binding.transactions->undo_pending(*table);
+  return Table<K, V>(std::move(table));
 }
 
 }  // namespace tristore

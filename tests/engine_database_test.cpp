@@ -191,9 +191,11 @@ TEST(EngineDatabase, NvmDirectLookupChargesFewLines) {
   Counters after = db->counters();
   EXPECT_LE(after.nvm_lines_read - before.nvm_lines_read, 12u);
   EXPECT_EQ(after.nvm_lines_written, before.nvm_lines_written) << "a lookup writes nothing";
-  ASSERT_TRUE(t.update(300, 1));
-  EXPECT_EQ(db->counters().nvm_lines_written - after.nvm_lines_written, 1u)
-      << "an update persists the one line of its value";
+  ASSERT_TRUE(t.update(300, 1));  // the page's first change after a checkpoint: a full image
+  const Counters first = db->counters();
+  ASSERT_TRUE(t.update(300, 2));
+  EXPECT_LE(db->counters().nvm_lines_written - first.nvm_lines_written, 16u)
+      << "an update persists its value line, the page LSN line and a few lines of log";
 }
 
 TEST(EngineDatabase, NvmDirectConfigurationErrors) {

@@ -98,7 +98,7 @@ BufferManager::Guard BufferManager::allocate_page() {
   return pin(&frame->header);
 }
 
-BufferManager::Guard BufferManager::fix_through_table(Swip& swip, Guard* parent) {
+BufferManager::Guard BufferManager::fix_through_table(Swip& swip, Guard* parent, bool may_swizzle) {
   // 1. Find the page: a DRAM frame, an NVM slot (transition 2) or only on SSD (transition 1).
   const PageId page_id = swip.page_id();
   ++counters_.page_table_lookups;
@@ -114,8 +114,68 @@ BufferManager::Guard BufferManager::fix_through_table(Swip& swip, Guard* parent)
   }
   // 2. Fix it, then swizzle the swip so the next fix skips the table.
   Guard guard = pin(frame);
-  if (swizzling_) swizzle(swip, frame, parent);
+  if (swizzling_ && may_swizzle) swizzle(swip, frame, parent);
   return guard;
+}
+
+BufferManager::Guard BufferManager::fix_page(PageId page_id) {
+  Swip swip = Swip::from_page_id(page_id);
+  return fix_through_table(swip, nullptr, false);
+}
+
+BufferManager::Guard BufferManager::install_page(PageId page_id, const std::byte* image) {
+  // 1. The page's DRAM frame, or a new full frame backed by its NVM slot if it has one.
+  if (ssd_ != nullptr) claim_ssd_page(page_id);
+  void** entry = page_table_.find(page_id);
+  FrameHeader* frame;
+  if (entry != nullptr && (nvm_ == nullptr || !nvm_->in_slot_area(*entry))) {
+    frame = static_cast<FrameHeader*>(*entry);
+  } else {
+    FullFrame* full = allocate_full();
+    entry = page_table_.find(page_id);  // making room may have moved the page
+    if (entry != nullptr && nvm_ != nullptr && nvm_->in_slot_area(*entry)) {
+      full->header.nvm = static_cast<std::byte*>(*entry);
+    } else if (ssd_ == nullptr) {
+      pool_.release(&full->header);
+      fail("redo: page {} has no NVM slot", page_id);
+    }
+    unpoison_bytes(full->data, kPageSize);
+    full->header.page_id = page_id;
+    full->resident_all = true;
+    page_table_.insert_or_assign(page_id, &full->header);
+    frame = &full->header;
+  }
+  // 2. The image, dirty as a whole.
+  Guard guard = pin(frame);
+  std::memcpy(whole_page(frame), image, kPageSize);
+  mark_dirty(frame, 0, kPageSize);
+  return guard;
+}
+
+void BufferManager::claim_ssd_page(PageId page_id) {
+  // Allocation is durable only at sync: a page allocated after it is claimed again. allocate()
+  // gives the lowest free id, so the ids below page_id it hands out are given back.
+  if (ssd_->is_allocated(page_id)) return;
+  std::vector<PageId> below;
+  for (PageId id = ssd_->allocate(); id != page_id; id = ssd_->allocate()) {
+    if (id > page_id) {
+      ssd_->free(id);
+      break;
+    }
+    below.push_back(id);
+  }
+  for (PageId id : below) ssd_->free(id);
+}
+
+Lsn BufferManager::write_back_lsn(FrameHeader* frame) const {
+  constexpr Lsn kUnknown = ~Lsn{0};
+  if (frame->is_mini()) {
+    const MiniPage* mini = as_mini(frame);
+    if (frame->mini_count == 0 || mini->slots[0] != 0) return kUnknown;
+    return page_lsn(mini->data);
+  }
+  const FullFrame* full = as_full(frame);
+  return full->is_resident(0, 0) ? page_lsn(full->data) : kUnknown;
 }
 
 FrameHeader* BufferManager::load_from_nvm(PageId page_id, std::byte* slot) {
@@ -450,7 +510,8 @@ void BufferManager::evict(FrameHeader* frame) {
   // 1. No swizzled pointer to the frame may survive it.
   if (frame->has(frame_flag::kSwizzled)) unswizzle(frame);
   // 2. Write it down: NVM-backed pages stay in their slot (dirty lines only), others face
-  //    the admission decision.
+  //    the admission decision. The log first (write-ahead rule).
+  if (options_.before_write_back) options_.before_write_back(write_back_lsn(frame));
   if (frame->nvm != nullptr)
     write_back_to_nvm(frame);
   else

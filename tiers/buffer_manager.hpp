@@ -28,6 +28,7 @@
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -55,6 +56,9 @@ struct BufferManagerOptions {
   // While NVM has free slots, a page evicted from DRAM goes there without asking the admission
   // set: it saves an SSD write and fills NVM during warm-up; the set decides once NVM is full.
   bool admit_while_nvm_has_free_slots = true;
+  // The write-ahead rule: called with the page's LSN before a DRAM page is written to NVM or
+  // SSD (~Lsn{0} when line 0 is not resident); it must make the log durable up to there.
+  std::function<void(Lsn)> before_write_back;
 };
 
 // Admission detail beyond common/counters.hpp, to measure the free-slot policy.
@@ -90,6 +94,12 @@ class BufferManager {
   Swip swip_of(const Guard& guard) const;
   void free_page(Guard&& guard);
 
+  // Restart's redo: fixes a page by id without swizzling (Error when it exists nowhere), or
+  // replaces its content with `image` wherever it lives (a torn or missing page included),
+  // claiming its SSD page id. Only while no other guard refers to the page.
+  Guard fix_page(PageId page_id);
+  Guard install_page(PageId page_id, const std::byte* image);
+
   // Writes every DRAM page down (children before parents) and syncs the SSD file, so a
   // BufferManager opened later over the same files finds every page. No guard may be held.
   void flush_all();
@@ -124,7 +134,9 @@ class BufferManager {
   Guard pin(FrameHeader* frame);
 
   // Cold paths (buffer_manager.cpp).
-  Guard fix_through_table(Swip& swip, Guard* parent);
+  Guard fix_through_table(Swip& swip, Guard* parent, bool may_swizzle = true);
+  void claim_ssd_page(PageId page_id);
+  Lsn write_back_lsn(FrameHeader* frame) const;
   FrameHeader* load_from_nvm(PageId page_id, std::byte* slot);
   FrameHeader* load_from_ssd(PageId page_id);
   std::byte* load_full_lines(FullFrame* frame, std::size_t first, std::size_t last);

@@ -1,0 +1,21 @@
+#pragma once
+// What the transaction manager needs of an architecture's storage for checkpoints and redo.
+#include <span>
+
+#include "engine/log_record.hpp"
+
+namespace tristore {
+
+class DurableStore {
+ public:
+  virtual ~DurableStore() = default;
+  // Every change so far durable in NVM or SSD (write-ahead rule kept), the catalog saved.
+  virtual void checkpoint_pages() = 0;
+  // One entry of a kRedoOperation record at lsn: page bytes (a full image when the length is
+  // kPageSize), a new table root (kRedoRootEntry) or a freed page (kRedoFreedEntry).
+  virtual void redo(Lsn lsn, const RedoPageBytes& entry, std::span<const std::byte> bytes) = 0;
+  // nvm-direct: puts back bytes an interrupted operation changed in place.
+  virtual void restore_before_image(const RedoPageBytes&, std::span<const std::byte>) {}
+};
+
+}  // namespace tristore

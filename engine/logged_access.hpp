@@ -1,0 +1,325 @@
+#pragma once
+// Physical redo for the durable architectures: a PageAccess decorator (btree/page_access.hpp)
+// over the buffer manager or nvm-direct, and the OperationLog that collects what one table
+// operation changed (docs/durability.md).
+//
+// Within an operation, every guard that wrote keeps its page fixed until the operation ends;
+// then one kRedoOperation record holds the after-image of every written range (the whole page
+// on its first change after a checkpoint), the pages get that record's LSN, and the fixes are
+// released. So no page leaves DRAM before its redo is logged, and an operation is in the log
+// whole or not at all. nvm-direct changes NVM in place: there each range's before-image is
+// logged and persisted before the bytes are handed out, so restart can put back an operation
+// the crash interrupted.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "btree/node_layout.hpp"
+#include "common/page_format.hpp"
+#include "engine/log_record.hpp"
+#include "engine/transaction_manager.hpp"
+#include "tiers/buffer_manager.hpp"
+#include "tiers/frame.hpp"
+#include "tiers/nvm_direct_access.hpp"
+
+namespace tristore {
+
+template <typename Inner>
+class OperationLog {
+ public:
+  using InnerGuard = typename Inner::Guard;
+  static constexpr bool kInPlace = std::is_same_v<Inner, NvmDirectAccess>;
+
+  OperationLog(Inner& inner, TransactionManager& transactions, bool swizzled_swips)
+      : inner_(inner), transactions_(transactions), swizzled_swips_(swizzled_swips) {}
+
+  Inner& inner() { return inner_; }
+  TransactionManager& transactions() { return transactions_; }
+  bool active() const { return txn_ != nullptr; }
+
+  void begin(TransactionState& txn, std::uint32_t swips_offset) {
+    txn_ = &txn;
+    swips_offset_ = swips_offset;
+    transactions_.set_in_operation(true);
+  }
+  void note_dirty(PageId page, std::uint32_t offset, std::uint32_t length) {
+    if (length == 0) return;
+    if (!ranges_.empty()) {
+      const Range& last = ranges_.back();
+      if (last.page == page && last.offset == offset && last.length == length) return;
+    }
+    ranges_.push_back({page, offset, length});
+  }
+  void keep(InnerGuard&& guard) { pinned_.push_back(std::move(guard)); }
+  void note_root_change() { root_may_change_ = true; }
+  bool root_may_change() const { return root_may_change_; }
+  void note_root(std::uint32_t table_id, PageId root) {
+    root_entry_ = true;
+    root_table_ = table_id;
+    root_page_ = root;
+  }
+  void note_new_page(PageId page) { imaged_whole_.push_back(page); }
+
+  // A page the operation frees: its fixes go, its ranges are not logged.
+  void note_freed(PageId page) {
+    std::erase_if(pinned_, [&](InnerGuard& g) { return g.page_id() == page; });
+    std::erase_if(ranges_, [&](const Range& r) { return r.page == page; });
+    freed_.push_back(page);
+  }
+
+  // nvm-direct: logs and persists the bytes about to change, once per range and operation.
+  void before_image(InnerGuard& guard, std::uint32_t offset, std::uint32_t length) {
+    if constexpr (kInPlace) {
+      const PageId page = guard.page_id();
+      if (length == 0 ||
+          std::find(imaged_whole_.begin(), imaged_whole_.end(), page) != imaged_whole_.end())
+        return;
+      if (length == kPageSize) imaged_whole_.push_back(page);
+      const RedoPageBytes header{page, offset, length};
+      const Lsn lsn = transactions_.append_chained(
+          *txn_, LogRecordType::kPageBeforeImage,
+          {bytes_of(header), std::span(guard.read(offset, length), length)});
+      transactions_.log()->persist_up_to(lsn);
+      logged_before_images_ = true;
+    }
+  }
+
+  // 1. One record with every range's after-image (swizzled swips as page ids).
+  // 2. nvm-direct: durable before the pages carry its LSN (write-ahead rule in place).
+  // 3. Each page gets the LSN; the fixes are released.
+  void end() {
+    TransactionState& txn = *std::exchange(txn_, nullptr);
+    transactions_.set_in_operation(false);
+    build_payload();
+    if (payload_.empty() && !logged_before_images_) return reset();
+    const Lsn lsn =
+        transactions_.append_chained(txn, LogRecordType::kRedoOperation, {std::span(payload_)});
+    if constexpr (kInPlace) transactions_.log()->persist_up_to(lsn);
+    for (InnerGuard& guard : pinned_)
+      std::memcpy(guard.write(offsetof(PageHeader, lsn), sizeof(Lsn)), &lsn, sizeof(lsn));
+    reset();
+  }
+  // An operation that failed: nothing is logged (its undo record makes restart undo it).
+  void abandon() {
+    txn_ = nullptr;
+    transactions_.set_in_operation(false);
+    reset();
+  }
+
+ private:
+  struct Range {
+    PageId page;
+    std::uint32_t offset;
+    std::uint32_t length;
+  };
+
+  void reset() {
+    pinned_.clear();
+    ranges_.clear();
+    freed_.clear();
+    imaged_whole_.clear();
+    root_may_change_ = false;
+    root_entry_ = false;
+    logged_before_images_ = false;
+  }
+
+  InnerGuard* pinned_guard(PageId page) {
+    for (InnerGuard& guard : pinned_)
+      if (guard.page_id() == page) return &guard;
+    return nullptr;
+  }
+
+  void add_entry(PageId page, std::uint32_t offset, std::uint32_t length, const void* bytes) {
+    const RedoPageBytes entry{page, offset, length};
+    const std::size_t at = payload_.size();
+    payload_.resize(at + sizeof(entry) + length);
+    std::memcpy(payload_.data() + at, &entry, sizeof(entry));
+    if (length > 0) std::memcpy(payload_.data() + at + sizeof(entry), bytes, length);
+  }
+
+  void build_payload() {
+    payload_.clear();
+    for (PageId page : freed_) add_entry(page, kRedoFreedEntry, 0, nullptr);
+    full_logged_.clear();
+    for (const Range& range : ranges_) {
+      InnerGuard* guard = pinned_guard(range.page);
+      if (guard == nullptr) continue;  // freed
+      if (std::find(full_logged_.begin(), full_logged_.end(), range.page) != full_logged_.end())
+        continue;
+      Lsn page_lsn;
+      std::memcpy(&page_lsn, guard->read(offsetof(PageHeader, lsn), sizeof(Lsn)), sizeof(Lsn));
+      const bool full = page_lsn == kNoLsn || page_lsn < transactions_.checkpoint_lsn();
+      const std::uint32_t offset = full ? 0 : range.offset;
+      const std::uint32_t length = full ? std::uint32_t{kPageSize} : range.length;
+      if (full) full_logged_.push_back(range.page);
+      const std::size_t at = payload_.size() + sizeof(RedoPageBytes);
+      add_entry(range.page, offset, length,
+                full ? guard->whole_page() : guard->read(offset, length));
+      if (swizzled_swips_) unswizzle_copy(*guard, offset, length, payload_.data() + at);
+    }
+    if (root_entry_) add_entry(root_page_, kRedoRootEntry, sizeof(root_table_), &root_table_);
+  }
+
+  // The log holds page ids where DRAM holds swizzled pointers (inner nodes' swip arrays).
+  void unswizzle_copy(InnerGuard& guard, std::uint32_t offset, std::uint32_t length,
+                      std::byte* copy) {
+    if constexpr (std::is_same_v<Inner, BufferManager>) {
+      NodeHeader node;
+      std::memcpy(&node, guard.read(kNodeHeaderOffset, sizeof(node)), sizeof(node));
+      if (node.is_leaf) return;
+      const std::uint64_t first = std::max<std::uint64_t>(offset, swips_offset_);
+      const std::uint64_t last =
+          std::min<std::uint64_t>(offset + length, swips_offset_ + (node.count + 1) * sizeof(Swip));
+      for (std::uint64_t at = first; at + sizeof(Swip) <= last; at += sizeof(Swip)) {
+        Swip swip;
+        std::memcpy(&swip, copy + (at - offset), sizeof(swip));
+        if (!swip.is_swizzled() || swip.raw() == 0) continue;
+        const Swip unswizzled = Swip::from_page_id(swip.frame<FrameHeader>()->page_id);
+        std::memcpy(copy + (at - offset), &unswizzled, sizeof(unswizzled));
+      }
+    }
+  }
+
+  Inner& inner_;
+  TransactionManager& transactions_;
+  bool swizzled_swips_;
+  TransactionState* txn_ = nullptr;
+  std::uint32_t swips_offset_ = 0;
+  std::vector<InnerGuard> pinned_;
+  std::vector<Range> ranges_;
+  std::vector<PageId> freed_;
+  std::vector<PageId> imaged_whole_;
+  std::vector<PageId> full_logged_;
+  std::vector<std::byte> payload_;
+  bool root_may_change_ = false;
+  bool root_entry_ = false;
+  std::uint32_t root_table_ = 0;
+  PageId root_page_ = 0;
+  bool logged_before_images_ = false;
+};
+
+template <typename Inner>
+class LoggedAccess {
+ public:
+  using InnerGuard = typename Inner::Guard;
+
+  class Guard {
+   public:
+    Guard() = default;
+    Guard(Guard&& other) noexcept
+        : inner_(std::move(other.inner_)),
+          log_(std::exchange(other.log_, nullptr)),
+          wrote_(std::exchange(other.wrote_, false)) {}
+    Guard& operator=(Guard&& other) noexcept(false) {
+      if (this != &other) {
+        release();
+        inner_ = std::move(other.inner_);
+        log_ = std::exchange(other.log_, nullptr);
+        wrote_ = std::exchange(other.wrote_, false);
+      }
+      return *this;
+    }
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
+    ~Guard() noexcept(false) {
+      if (std::uncaught_exceptions() == 0) {
+        release();
+        return;
+      }
+      try {
+        release();
+      } catch (...) {
+      }
+    }
+
+    PageId page_id() const { return inner_.page_id(); }
+    const std::byte* read(std::uint32_t offset, std::uint32_t length) {
+      return inner_.read(offset, length);
+    }
+    std::byte* write(std::uint32_t offset, std::uint32_t length) {
+      if (log_->active()) {
+        log_->before_image(inner_, offset, length);
+        log_->note_dirty(inner_.page_id(), offset, length);
+        wrote_ = true;
+      }
+      return inner_.write(offset, length);
+    }
+    std::byte* whole_page() {
+      if (log_->active()) log_->before_image(inner_, 0, kPageSize);
+      return inner_.whole_page();
+    }
+    void mark_dirty(std::uint32_t offset, std::uint32_t length) {
+      if (log_->active()) {
+        log_->note_dirty(inner_.page_id(), offset, length);
+        wrote_ = true;
+      }
+      inner_.mark_dirty(offset, length);
+    }
+
+   private:
+    friend class LoggedAccess;
+    Guard(InnerGuard&& inner, OperationLog<Inner>* log) : inner_(std::move(inner)), log_(log) {}
+    void release() {
+      if (log_ == nullptr) return;
+      OperationLog<Inner>* log = std::exchange(log_, nullptr);
+      if (std::exchange(wrote_, false) && log->active())
+        log->keep(std::move(inner_));
+      else
+        inner_ = InnerGuard();
+    }
+
+    InnerGuard inner_;
+    OperationLog<Inner>* log_ = nullptr;
+    bool wrote_ = false;
+  };
+
+  explicit LoggedAccess(OperationLog<Inner>& log) : log_(log), inner_(log.inner()) {}
+
+  Guard allocate_page() {
+    Guard guard(inner_.allocate_page(), &log_);
+    if (log_.active()) {
+      log_.note_new_page(guard.page_id());
+      log_.note_dirty(guard.page_id(), 0, kPageSize);
+      guard.wrote_ = true;
+    }
+    return guard;
+  }
+  Guard fix(Swip& swip, Guard* parent) {
+    return Guard(inner_.fix(swip, parent != nullptr ? &parent->inner_ : nullptr), &log_);
+  }
+  void move_swips(Guard& to, std::uint32_t offset, Guard* source_parent, Swip* swips,
+                  std::uint32_t count) {
+    const auto length = static_cast<std::uint32_t>(count * sizeof(Swip));
+    if (log_.active()) {
+      log_.before_image(to.inner_, offset, length);
+      log_.note_dirty(to.page_id(), offset, length);
+      to.wrote_ = true;
+    }
+    inner_.move_swips(to.inner_, offset,
+                      source_parent != nullptr ? &source_parent->inner_ : nullptr, swips, count);
+  }
+  Swip swip_of(const Guard& guard) {
+    log_.note_root_change();
+    return inner_.swip_of(guard.inner_);
+  }
+  void free_page(Guard&& guard) {
+    Guard dying = std::move(guard);
+    dying.log_ = nullptr;
+    dying.wrote_ = false;
+    if (log_.active()) {
+      log_.note_freed(dying.page_id());
+      log_.note_root_change();
+    }
+    inner_.free_page(std::move(dying.inner_));
+  }
+
+ private:
+  OperationLog<Inner>& log_;
+  Inner& inner_;
+};
+
+}  // namespace tristore

@@ -1,0 +1,56 @@
+#pragma once
+// What the engine knows of one transaction: its id, the ends of its log chain, and its undo
+// steps in DRAM (for abort without reading the log; the only undo main-memory has).
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/log_record.hpp"
+
+namespace tristore {
+
+class TransactionState;
+
+// A table that can apply a logical undo record (UndoLogical + key + before-image) to itself.
+class UndoTarget {
+ public:
+  virtual ~UndoTarget() = default;
+  virtual std::uint32_t table_id() const = 0;
+  // Idempotent: undoing an operation that never reached the tree changes nothing.
+  virtual void apply_undo(TransactionState& txn, std::span<const std::byte> undo) = 0;
+};
+
+class TransactionState {
+ public:
+  struct UndoStep {
+    UndoTarget* table;
+    Lsn lsn;             // its kUndoLogical record; kNoLsn without a log
+    std::size_t offset;  // of its payload in undo_bytes
+    std::size_t size;
+  };
+
+  TxnId id = 0;
+  Lsn first_lsn = kNoLsn;
+  Lsn last_lsn = kNoLsn;  // the newest record: prev_lsn of the next
+  std::vector<UndoStep> undo;
+  std::vector<std::byte> undo_bytes;  // payloads, kept in one buffer (no allocation per step)
+  bool finished = false;
+
+  void chain(Lsn lsn) {
+    if (first_lsn == kNoLsn) first_lsn = lsn;
+    last_lsn = lsn;
+  }
+  void reset(TxnId new_id) {
+    id = new_id;
+    first_lsn = last_lsn = kNoLsn;
+    undo.clear();
+    undo_bytes.clear();
+    finished = false;
+  }
+  std::span<const std::byte> payload(const UndoStep& step) const {
+    return std::span(undo_bytes).subspan(step.offset, step.size);
+  }
+};
+
+}  // namespace tristore

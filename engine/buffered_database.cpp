@@ -86,7 +86,7 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
     BufferManager::Guard page = manager_->fix_page(entry.page_id);
     Lsn page_lsn;
     std::memcpy(&page_lsn, page.read(offsetof(PageHeader, lsn), sizeof(Lsn)), sizeof(Lsn));
-    if (page_lsn >= lsn) return;
+    if (page_lsn > lsn) return;  // equal: another entry of the same operation
     std::memcpy(page.write(entry.offset, entry.length), bytes.data(), entry.length);
     std::memcpy(page.write(offsetof(PageHeader, lsn), sizeof(Lsn)), &lsn, sizeof(lsn));
   }

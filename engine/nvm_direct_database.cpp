@@ -67,7 +67,7 @@ class NvmDirectDatabase final : public DatabaseOver<NvmDirectAccess> {
     if (page == nullptr) return;
     Lsn page_lsn;
     std::memcpy(&page_lsn, page + offsetof(PageHeader, lsn), sizeof(Lsn));
-    if (page_lsn >= lsn) return;
+    if (page_lsn > lsn) return;  // equal: another entry of the same operation
     write_persisted(page + entry.offset, bytes);
     tier_->device().write(page + offsetof(PageHeader, lsn), &lsn, sizeof(lsn));
     tier_->device().persist(page + offsetof(PageHeader, lsn), sizeof(lsn));

@@ -47,6 +47,11 @@ class NvmDirectAccess {
     }
     // May throw SimulatedCrash from the fence (crash tests), except while unwinding.
     ~Guard() noexcept(false) {
+      if (device_ == nullptr) return;  // moved from or released: the common case, no call
+      if (dirty_ == decltype(dirty_){}) {
+        device_ = nullptr;
+        return;
+      }
       if (std::uncaught_exceptions() == 0) {
         release();
         return;

@@ -62,7 +62,8 @@ std::unique_ptr<OpenDatabase> open_loaded(Architecture arch, const std::string& 
   });
   // Warm-up to the steady state of a data set that fits DRAM: the checkpoint after a bulk
   // load may have written every page down to NVM, so a full scan brings the leaves back whole
-  // and one lookup per key brings every line of the inner nodes (full frames, swizzled swips).
+  // and one lookup per key brings back the inner nodes (a root of a few lines stays a mini page,
+  // which swizzles no children: one page-table lookup per operation remains).
   fresh->table->scan(0, kRecords, [](const std::uint64_t&, const std::uint64_t&) { return true; });
   std::uint64_t v = 0;
   for (std::uint64_t k = 0; k < kRecords; ++k) fresh->table->get(k, v);

@@ -70,9 +70,9 @@ void expect_contract_fields(const nlohmann::json& result) {
        {"nvm_lines_read", "nvm_lines_written", "ssd_pages_read", "ssd_pages_written",
         "page_table_lookups", "mini_page_promotions", "nvm_admissions"})
     EXPECT_TRUE(result.at("counters").contains(counter)) << counter;
-  for (const char* setting : {"arch", "workload", "dram_bytes", "nvm_bytes", "ssd_bytes", "records",
-                              "nvm_read_ns", "zipf_theta", "distribution", "threads",
-                              "cache_line_grained", "mini_pages", "swizzling", "fill_factor"})
+  for (const char* setting :
+       {"arch", "workload", "dram_bytes", "nvm_bytes", "ssd_bytes", "nvm_read_ns", "nvm_write_ns",
+        "threads", "cache_line_grained", "mini_pages", "swizzling", "seed"})
     EXPECT_TRUE(result.at("config").contains(setting)) << setting;
   EXPECT_GT(result.at("data_bytes").get<std::uint64_t>(), 0U);
   EXPECT_GT(result.at("seconds").get<double>(), 0);
@@ -91,6 +91,8 @@ TEST_P(WorkloadsYcsbEndToEnd, RunsTheRequestedOperationsAndReportsTheContractFie
   const nlohmann::json result = run_bench(run.options);
 
   expect_contract_fields(result);
+  for (const char* setting : {"records", "zipf_theta", "distribution", "fill_factor", "micro"})
+    EXPECT_TRUE(result.at("config").contains(setting)) << setting;
   EXPECT_EQ(result.at("ops"), 2000);
   EXPECT_EQ(result.at("config").at("arch"), std::string(architecture_name(arch)));
   EXPECT_EQ(result.at("config").at("micro"), micro);
@@ -198,4 +200,22 @@ TEST(WorkloadsYcsbEndToEndPhases, WearCountsTheMeasuredPhaseWritesOnly) {
 TEST(WorkloadsYcsbEndToEndPhases, NoWearWithoutTheFlag) {
   SmallRun run(Architecture::kNvmDirect, YcsbKind::kReadWrite, false);
   EXPECT_FALSE(run_bench(run.options).contains("wear"));
+}
+
+TEST(WorkloadsYcsbEndToEndPhases, TpccThroughTheDriverCountsTransactionsByType) {
+  SmallRun run(Architecture::kMainMemory, YcsbKind::kReadOnly, false);
+  run.options.workload = WorkloadKind::kTpcc;
+  run.options.workload_name = "tpcc";
+  run.options.warehouses = 1;
+  run.options.config.dram_bytes = 512 * kMiB;
+  run.options.ops = 500;
+  const nlohmann::json result = run_bench(run.options);
+  expect_contract_fields(result);
+  EXPECT_EQ(result.at("ops"), 500);
+  EXPECT_EQ(result.at("config").at("warehouses"), 1);
+  std::uint64_t transactions = 0;
+  for (const char* type : {"new_order", "payment", "order_status", "delivery", "stock_level"})
+    transactions += result.at("operations").at(type).get<std::uint64_t>();
+  EXPECT_EQ(transactions, 500U);
+  EXPECT_GT(result.at("data_bytes").get<std::uint64_t>(), 50 * kMiB);  // ~120 MiB of B-tree
 }

@@ -58,7 +58,7 @@ struct BufferManagerOptions {
   bool admit_while_nvm_has_free_slots = true;
   // The write-ahead rule: called with the page's LSN before a DRAM page is written to NVM or
   // SSD (~Lsn{0} when line 0 is not resident); it must make the log durable up to there.
-  std::function<void(Lsn)> before_write_back;
+  std::function<void(Lsn)> before_write_back = {};
 };
 
 // Admission detail beyond common/counters.hpp, to measure the free-slot policy.

@@ -112,13 +112,13 @@ void NvmDevice::charge_read_latency(std::uint64_t first_line, std::uint64_t coun
       misses += llc_->access(line) ? 0 : 1;
   }
   counters_.llc_misses += misses;
-  if (misses != 0) tsc_->spin_ticks(read_ticks_ * misses);
+  if (misses != 0) tsc_->spin_ticks(read_ticks_ * overlapped_latencies(misses));
 }
 
 void NvmDevice::charge_write_latency(std::uint64_t first_line, std::uint64_t count) {
   // A written line sits in the cache afterwards; the write itself always reaches NVM.
   for (std::uint64_t line = first_line; line < first_line + count; ++line) llc_->access(line);
-  if (write_ticks_ != 0) tsc_->spin_ticks(write_ticks_ * count);
+  if (write_ticks_ != 0) tsc_->spin_ticks(write_ticks_ * overlapped_latencies(count));
 }
 
 }  // namespace tristore

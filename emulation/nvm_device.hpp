@@ -114,6 +114,15 @@ class NvmDevice {
   // Present only when read_ns or write_ns is non-zero.
   SimulatedLlc* llc() { return llc_.get(); }
 
+  // The misses of one request overlap, as a core keeps up to kMemoryLevelParallelism line
+  // fills in flight: a request pays one latency per started batch of them (one line: 1, a
+  // whole 16 KiB page: 26), not one per line. Without this a page copy would cost 256
+  // latencies and page-grained NVM would look slower than an SSD.
+  static constexpr std::uint64_t kMemoryLevelParallelism = 10;
+  static constexpr std::uint64_t overlapped_latencies(std::uint64_t lines) {
+    return (lines + kMemoryLevelParallelism - 1) / kMemoryLevelParallelism;
+  }
+
  private:
   struct LineRange {
     std::uint64_t first;  // line index within the region

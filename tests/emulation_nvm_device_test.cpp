@@ -224,3 +224,14 @@ TEST_F(NvmDeviceTest, DefaultPathIsUnderDevShm) {
 
 }  // namespace
 }  // namespace tristore
+
+// One request's line misses overlap in batches of kMemoryLevelParallelism (line fill buffers):
+// a single line costs one latency, a whole page ceil(256 / 10) of them.
+TEST(EmulationNvmLatencyModel, MissesOfOneRequestOverlapInBatches) {
+  using tristore::NvmDevice;
+  EXPECT_EQ(NvmDevice::overlapped_latencies(0), 0u);
+  EXPECT_EQ(NvmDevice::overlapped_latencies(1), 1u);
+  EXPECT_EQ(NvmDevice::overlapped_latencies(NvmDevice::kMemoryLevelParallelism), 1u);
+  EXPECT_EQ(NvmDevice::overlapped_latencies(NvmDevice::kMemoryLevelParallelism + 1), 2u);
+  EXPECT_EQ(NvmDevice::overlapped_latencies(256), 26u);
+}

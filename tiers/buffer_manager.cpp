@@ -35,6 +35,19 @@ Lsn page_lsn(const std::byte* page) {
   return lsn;
 }
 
+// Every frame in use, promoted mini pages included (their full frames come on their own).
+template <typename Visit>
+void for_each_frame(FramePool& pool, Visit&& visit) {
+  for (std::size_t slab = 0; slab < pool.slab_count(); ++slab) {
+    if (pool.kind(slab) == FramePool::SlabKind::kFull) {
+      visit(&pool.full_frame(slab)->header);
+    } else if (pool.kind(slab) == FramePool::SlabKind::kMini) {
+      for (std::size_t i = 0; i < FramePool::kMinisPerSlab; ++i)
+        if (pool.minis_in_use(slab) & (1u << i)) visit(&pool.mini_page(slab, i)->header);
+    }
+  }
+}
+
 }  // namespace
 
 BufferManager::BufferManager(const BufferManagerOptions& options)
@@ -523,6 +536,16 @@ void BufferManager::evict(FrameHeader* frame) {
 }
 
 void BufferManager::write_back_to_nvm(FrameHeader* frame) {
+  assert(frame->is_mini() || as_full(frame)->swizzled_children == 0);
+  persist_dirty_lines(frame, {}, nullptr);
+  // The page table now leads to the slot.
+  const SlotId slot_id = nvm_->slot_of(frame->nvm);
+  nvm_referenced_[slot_id] = 1;
+  page_table_.insert_or_assign(frame->page_id, frame->nvm);
+}
+
+bool BufferManager::persist_dirty_lines(FrameHeader* frame, std::span<const SwizzledSwip> swips,
+                                        std::byte* scratch) {
   std::byte* slot = frame->nvm;
   bool wrote = false;
   auto write_lines = [&](const std::byte* from, std::size_t first_line, std::size_t lines) {
@@ -531,7 +554,7 @@ void BufferManager::write_back_to_nvm(FrameHeader* frame) {
     nvm_device_->flush(to, lines * kCacheLineSize);
     wrote = true;
   };
-  // 1. The dirty lines (the whole page when it is dirty as a whole).
+  // 1. The dirty lines (the whole page when it is dirty as a whole), swips as page ids.
   if (frame->is_mini()) {
     const MiniPage* mini = as_mini(frame);
     for (std::size_t i = 0; i < frame->mini_count; ++i)
@@ -541,26 +564,47 @@ void BufferManager::write_back_to_nvm(FrameHeader* frame) {
     const FullFrame* full = as_full(frame);
     if (full->dirty_all) {
       assert(full->resident_all);
-      write_lines(full->data, 0, kLinesPerPage);
+      write_lines(unswizzled_lines(full, 0, kLinesPerPage, swips, scratch), 0, kLinesPerPage);
     } else {
       full->dirty.for_each_run([&](std::size_t line, std::size_t lines) {
-        write_lines(full->data + line * kCacheLineSize, line, lines);
+        write_lines(unswizzled_lines(full, line, lines, swips, scratch), line, lines);
       });
     }
   }
   // 2. Make them durable; the slot header records the LSN and that SSD is now behind.
-  const SlotId slot_id = nvm_->slot_of(slot);
   if (wrote) {
     nvm_device_->fence();
+    const SlotId slot_id = nvm_->slot_of(slot);
     const NvmSlotHeader& header = nvm_->header(slot_id);
     const Lsn lsn = page_lsn(slot);
     const bool behind_ssd = ssd_ != nullptr;
     if (header.lsn != lsn || header.dirty_vs_ssd() != behind_ssd)
       nvm_->write_header(slot_id, frame->page_id, lsn, behind_ssd);
   }
-  // 3. The page table now leads to the slot.
-  nvm_referenced_[slot_id] = 1;
-  page_table_.insert_or_assign(frame->page_id, slot);
+  return wrote;
+}
+
+const std::byte* BufferManager::unswizzled_lines(const FullFrame* frame, std::size_t first_line,
+                                                 std::size_t lines,
+                                                 std::span<const SwizzledSwip> swips,
+                                                 std::byte* scratch) {
+  const std::size_t begin = first_line * kCacheLineSize;
+  const std::size_t end = begin + lines * kCacheLineSize;
+  auto inside = [&](const SwizzledSwip& swip) {
+    return swip.offset < end && swip.offset + sizeof(Swip) > begin;
+  };
+  if (std::none_of(swips.begin(), swips.end(), inside)) return frame->data + begin;
+  // A swip may straddle the run's edge: only its bytes inside the run are copied.
+  std::memcpy(scratch + begin, frame->data + begin, end - begin);
+  for (const SwizzledSwip& swip : swips) {
+    if (!inside(swip)) continue;
+    std::array<std::byte, sizeof(Swip)> bytes;
+    const Swip id = Swip::from_page_id(swip.child);
+    std::memcpy(bytes.data(), &id, sizeof(id));
+    for (std::size_t i = 0; i < sizeof(Swip); ++i)
+      if (swip.offset + i >= begin && swip.offset + i < end) scratch[swip.offset + i] = bytes[i];
+  }
+  return scratch + begin;
 }
 
 void BufferManager::evict_unbacked(FullFrame* frame) {
@@ -641,25 +685,69 @@ void BufferManager::flush_all() {
   bool progress = true;
   while (pool_.frames_in_use() > 0 && progress) {
     progress = false;
-    for (std::size_t slab = 0; slab < pool_.slab_count(); ++slab) {
-      for (std::size_t i = 0; i < FramePool::kMinisPerSlab; ++i) {
-        FrameHeader* frame;
-        if (pool_.kind(slab) == FramePool::SlabKind::kFull && i == 0)
-          frame = &pool_.full_frame(slab)->header;
-        else if (pool_.kind(slab) == FramePool::SlabKind::kMini &&
-                 (pool_.minis_in_use(slab) & (1u << i)))
-          frame = &pool_.mini_page(slab, i)->header;
-        else
-          continue;
-        if (frame->fix_count != 0) fail("flush_all: page {} is still fixed", frame->page_id);
-        if (!evictable(frame)) continue;
-        evict(frame);
-        progress = true;
-      }
-    }
+    for_each_frame(pool_, [&](FrameHeader* frame) {
+      if (frame->fix_count != 0) fail("flush_all: page {} is still fixed", frame->page_id);
+      if (!evictable(frame)) return;
+      evict(frame);
+      progress = true;
+    });
   }
   assert(pool_.frames_in_use() == 0);
   // 2. Make SSD writes and allocations durable.
+  if (ssd_ != nullptr) ssd_->sync();
+}
+
+std::vector<BufferManager::SwizzledSwip> BufferManager::swizzled_swips_by_parent() {
+  std::vector<SwizzledSwip> swips;
+  for_each_frame(pool_, [&](FrameHeader* frame) {
+    if (frame->has(frame_flag::kSwizzled) && !frame->has(frame_flag::kOwnerIsRoot))
+      swips.push_back({frame->owner.parent, frame->swip_offset, frame->page_id});
+  });
+  std::sort(swips.begin(), swips.end(), [](const SwizzledSwip& a, const SwizzledSwip& b) {
+    return std::less<>{}(a.parent, b.parent);
+  });
+  return swips;
+}
+
+void BufferManager::write_back_all() {
+  // 1. The swizzled swips of each parent frame, from their children's headers: no page may
+  //    reach NVM or SSD with a DRAM pointer in it.
+  const std::vector<SwizzledSwip> swips = swizzled_swips_by_parent();
+  auto swips_of = [&](FullFrame* full) -> std::span<const SwizzledSwip> {
+    const auto first = std::lower_bound(
+        swips.begin(), swips.end(), full,
+        [](const SwizzledSwip& swip, const FullFrame* p) { return std::less<>{}(swip.parent, p); });
+    auto last = first;
+    while (last != swips.end() && last->parent == full) ++last;
+    assert(static_cast<std::size_t>(last - first) == full->swizzled_children);
+    return {first, last};
+  };
+  std::vector<std::byte> scratch(kPageSize);
+  // 2. Each dirty page to its home, the log first (write-ahead rule): an NVM-backed page its
+  //    dirty lines to its slot, any other page the whole page to SSD. Then it is clean.
+  for_each_frame(pool_, [&](FrameHeader* frame) {
+    if (frame->has(frame_flag::kPromoted)) return;
+    if (frame->is_mini()) {
+      if (frame->mini_dirty == 0) return;
+      if (options_.before_write_back) options_.before_write_back(write_back_lsn(frame));
+      persist_dirty_lines(frame, {}, nullptr);
+      frame->mini_dirty = 0;
+      return;
+    }
+    FullFrame* full = as_full(frame);
+    if (!full->dirty_all && full->dirty.none()) return;
+    if (options_.before_write_back) options_.before_write_back(write_back_lsn(frame));
+    if (frame->nvm != nullptr) {
+      persist_dirty_lines(frame, swips_of(full), scratch.data());
+    } else {
+      assert(full->resident_all && full->dirty_all && ssd_ != nullptr);
+      ssd_->write(frame->page_id,
+                  unswizzled_lines(full, 0, kLinesPerPage, swips_of(full), scratch.data()));
+    }
+    full->dirty_all = false;
+    full->dirty.clear_all();
+  });
+  // 3. One SSD sync for the page writes (also making allocations and frees durable).
   if (ssd_ != nullptr) ssd_->sync();
 }
 

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -103,6 +104,11 @@ class BufferManager {
   // Writes every DRAM page down (children before parents) and syncs the SSD file, so a
   // BufferManager opened later over the same files finds every page. No guard may be held.
   void flush_all();
+  // A checkpoint's write-back: every DRAM page's changes become durable in its home (its NVM
+  // slot, else SSD) and the SSD file is synced, but nothing is evicted: residency, swizzled
+  // swips and fixes stay as they are. Pages are only read, so fixed pages are fine; a guard
+  // must not hold written bytes not yet marked dirty.
+  void write_back_all();
   // Forced replacement steps (tests, tools): false when nothing could be evicted.
   bool evict_one_dram_frame() { return evict_for(Need::kAnything); }
   bool evict_one_nvm_page();
@@ -150,6 +156,20 @@ class BufferManager {
   bool evict_for(Need need);
   bool evictable(FrameHeader* frame) const;
   void evict(FrameHeader* frame);
+  // A swizzled swip inside a full frame, as its child's header records it.
+  struct SwizzledSwip {
+    const FullFrame* parent;
+    std::uint32_t offset;
+    PageId child;
+  };
+  std::vector<SwizzledSwip> swizzled_swips_by_parent();
+  // Lines [first_line, first_line + lines) of a full frame as a page must hold them on NVM or
+  // SSD: from the frame, or copied to `scratch` (a page) with `swips` (of this frame) as ids.
+  static const std::byte* unswizzled_lines(const FullFrame* frame, std::size_t first_line,
+                                           std::size_t lines, std::span<const SwizzledSwip> swips,
+                                           std::byte* scratch);
+  bool persist_dirty_lines(FrameHeader* frame, std::span<const SwizzledSwip> swips,
+                           std::byte* scratch);
   void write_back_to_nvm(FrameHeader* frame);
   void evict_unbacked(FullFrame* frame);
   bool should_admit(PageId page_id);

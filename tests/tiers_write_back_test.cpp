@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -311,6 +312,51 @@ INSTANTIATE_TEST_SUITE_P(Architectures, WriteBackAll, ::testing::ValuesIn(kArchi
                          [](const ::testing::TestParamInfo<Architecture>& info) {
                            return std::string(info.param.name);
                          });
+
+// The write-ahead rule: the hook sees each dirty page's LSN before the page is written, and a
+// clean page is not written (no hook call).
+TEST(WriteBackAllHook, IsCalledWithEachDirtyPagesLsnBeforeItsWrite) {
+  for (const Architecture& arch : {kArchitectures[0], kArchitectures[4], kArchitectures[5]}) {
+    SCOPED_TRACE(arch.name);
+    Files files(arch);
+    std::vector<Lsn> hooked;
+    std::uint64_t writes_at_last_hook = 0;
+    BufferManager* manager = nullptr;
+    BufferManagerOptions options = manager_options(arch, files.nvm.get(), files.ssd.get());
+    options.before_write_back = [&](Lsn lsn) {
+      hooked.push_back(lsn);
+      const Counters now = manager->counters();
+      writes_at_last_hook = now.nvm_lines_written + now.ssd_pages_written;
+    };
+    BufferManager bm(options);
+    manager = &bm;
+    PageId first = 0;
+    for (Lsn lsn : {Lsn{7}, Lsn{9}}) {
+      Guard page = bm.allocate_page();
+      if (lsn == 7) first = page.page_id();
+      std::memcpy(page.write(offsetof(PageHeader, lsn), sizeof(Lsn)), &lsn, sizeof(Lsn));
+    }
+    const Counters before = bm.counters();
+    bm.write_back_all();
+    std::vector<Lsn> sorted = hooked;
+    std::sort(sorted.begin(), sorted.end());
+    ASSERT_EQ(sorted, (std::vector<Lsn>{7, 9}));
+    // The last hook came before the last page's write, after the first's.
+    EXPECT_LT(writes_at_last_hook,
+              bm.counters().nvm_lines_written + bm.counters().ssd_pages_written);
+    EXPECT_GT(writes_at_last_hook, before.nvm_lines_written + before.ssd_pages_written);
+    bm.write_back_all();
+    EXPECT_EQ(hooked.size(), 2u) << "a clean page was written back again";
+    {
+      Guard page = bm.fix_page(first);
+      const Lsn lsn = 11;
+      std::memcpy(page.write(offsetof(PageHeader, lsn), sizeof(Lsn)), &lsn, sizeof(Lsn));
+    }
+    bm.write_back_all();
+    ASSERT_EQ(hooked.size(), 3u);
+    EXPECT_EQ(hooked[2], 11u);
+  }
+}
 
 }  // namespace
 }  // namespace tristore

@@ -184,11 +184,11 @@ class BTreeTable final : public TableInterface<K, V> {
           if (root != root_page_) context_.note_root(table_id_, root);
           root_page_ = root;
         }
+        context_.end();
       } catch (...) {
         context_.abandon();
         throw;
       }
-      context_.end();
     } else {
       change();
     }

@@ -28,6 +28,7 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
         manager_(std::move(manager)) {}
 
   ~BufferedDatabase() override {
+    if (crash_on_close_) return;
     try {
       transactions_.checkpoint();
     } catch (const Error&) {
@@ -37,6 +38,9 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
 
   Counters counters() const override { return manager_->counters(); }
   const WearCounters* nvm_wear() const override { return nvm_ ? nvm_->device().wear() : nullptr; }
+  CrashSimulator* nvm_crash_simulator() override {
+    return (nvm_ ? *nvm_ : *log_tier_).device().crash_simulator();
+  }
   MemoryUsage memory_usage() const override {
     BufferMemoryUsage usage = manager_->memory_usage();
     return MemoryUsage{.dram_bytes = usage.dram_bytes_used,

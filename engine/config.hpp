@@ -31,6 +31,7 @@ struct Config {
   bool swizzling = true;
   std::uint64_t admission_set_size = 0;  // 0: the default (see tiers/admission_set.hpp)
   bool nvm_wear_counting = false;        // count writes per NVM cache line (Database::nvm_wear)
+  bool nvm_crash_simulation = false;     // tests: Database::nvm_crash_simulator()
   bool create = true;                    // true: create fresh files; false: open existing ones
 };
 

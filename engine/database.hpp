@@ -41,6 +41,7 @@ template <typename Inner>
 class OperationLog;
 class TransactionManager;
 class Transaction;
+class CrashSimulator;
 struct RestartReport;
 
 // The page-access policy an open database runs on; tables instantiate the B-tree for it. The
@@ -76,6 +77,8 @@ class Database {
   // Writes per NVM cache line (paper Figure 16); nullptr without NVM or without
   // Config::nvm_wear_counting.
   virtual const WearCounters* nvm_wear() const { return nullptr; }
+  // The NVM file's crash simulator (crash tests); nullptr without Config::nvm_crash_simulation.
+  virtual CrashSimulator* nvm_crash_simulator() { return nullptr; }
 
   template <TableKey K, TableValue V>
   Table<K, V> create_table(std::string_view name);  // Error if it exists
@@ -93,6 +96,9 @@ class Database {
   void checkpoint();
   // What restart did when this database was opened after a crash (performed = false: new).
   const RestartReport& restart_report() const;
+  // Experiments: destroying the database then writes nothing more (no checkpoint), as if the
+  // process had crashed: DRAM pages are lost, NVM and SSD hold what had reached them.
+  void simulate_crash_on_close() { crash_on_close_ = true; }
 
  protected:
   explicit Database(const Config& config) : config_(config) {}
@@ -103,6 +109,7 @@ class Database {
   virtual TransactionManager& transactions() = 0;
   virtual const TransactionManager& transactions() const = 0;
   Config config_;
+  bool crash_on_close_ = false;
 };
 
 }  // namespace tristore

@@ -64,11 +64,21 @@ class OperationLog {
   }
   void note_new_page(PageId page) { imaged_whole_.push_back(page); }
 
-  // A page the operation frees: its fixes go, its ranges are not logged.
-  void note_freed(PageId page) {
-    std::erase_if(pinned_, [&](InnerGuard& g) { return g.page_id() == page; });
+  // A page the operation frees: its other fixes go, its ranges are not logged, and it is
+  // freed only once the operation's record is durable (a crash before must find it intact).
+  void free_later(InnerGuard&& guard) {
+    const PageId page = guard.page_id();
+    for (std::size_t i = 0; i < pinned_.size();) {
+      if (pinned_[i].page_id() != page) {
+        ++i;
+        continue;
+      }
+      InnerGuard released = std::move(pinned_[i]);
+      pinned_.erase(pinned_.begin() + static_cast<std::ptrdiff_t>(i));
+    }
     std::erase_if(ranges_, [&](const Range& r) { return r.page == page; });
     freed_.push_back(page);
+    to_free_.push_back(std::move(guard));
   }
 
   // nvm-direct: logs and persists the bytes about to change, once per range and operation.
@@ -98,9 +108,11 @@ class OperationLog {
     if (payload_.empty() && !logged_before_images_) return reset();
     const Lsn lsn =
         transactions_.append_chained(txn, LogRecordType::kRedoOperation, {std::span(payload_)});
-    if constexpr (kInPlace) transactions_.log()->persist_up_to(lsn);
+    if (kInPlace || !to_free_.empty()) transactions_.log()->persist_up_to(lsn);
     for (InnerGuard& guard : pinned_)
       std::memcpy(guard.write(offsetof(PageHeader, lsn), sizeof(Lsn)), &lsn, sizeof(lsn));
+    release_all(pinned_);
+    for (InnerGuard& guard : to_free_) inner_.free_page(std::move(guard));
     reset();
   }
   // An operation that failed: nothing is logged (its undo record makes restart undo it).
@@ -117,8 +129,17 @@ class OperationLog {
     std::uint32_t length;
   };
 
+  // One at a time, outside the vector: releasing may throw (a crash test's simulated fence).
+  static void release_all(std::vector<InnerGuard>& guards) {
+    while (!guards.empty()) {
+      InnerGuard released = std::move(guards.back());
+      guards.pop_back();
+    }
+  }
+
   void reset() {
-    pinned_.clear();
+    release_all(pinned_);
+    release_all(to_free_);
     ranges_.clear();
     freed_.clear();
     imaged_whole_.clear();
@@ -190,6 +211,7 @@ class OperationLog {
   TransactionState* txn_ = nullptr;
   std::uint32_t swips_offset_ = 0;
   std::vector<InnerGuard> pinned_;
+  std::vector<InnerGuard> to_free_;
   std::vector<Range> ranges_;
   std::vector<PageId> freed_;
   std::vector<PageId> imaged_whole_;
@@ -310,11 +332,9 @@ class LoggedAccess {
     Guard dying = std::move(guard);
     dying.log_ = nullptr;
     dying.wrote_ = false;
-    if (log_.active()) {
-      log_.note_freed(dying.page_id());
-      log_.note_root_change();
-    }
-    inner_.free_page(std::move(dying.inner_));
+    if (!log_.active()) return inner_.free_page(std::move(dying.inner_));
+    log_.note_root_change();
+    log_.free_later(std::move(dying.inner_));
   }
 
  private:

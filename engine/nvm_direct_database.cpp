@@ -23,6 +23,7 @@ class NvmDirectDatabase final : public DatabaseOver<NvmDirectAccess> {
         access_owner_(std::move(access)),
         log_(std::move(log)) {}
   ~NvmDirectDatabase() override {
+    if (crash_on_close_) return;
     try {
       transactions_.checkpoint();
     } catch (const Error&) {
@@ -32,6 +33,7 @@ class NvmDirectDatabase final : public DatabaseOver<NvmDirectAccess> {
 
   Counters counters() const override { return tier_->device().counters(); }
   const WearCounters* nvm_wear() const override { return tier_->device().wear(); }
+  CrashSimulator* nvm_crash_simulator() override { return tier_->device().crash_simulator(); }
   MemoryUsage memory_usage() const override {
     return MemoryUsage{.dram_bytes = 0,
                        .dram_limit_bytes = config_.dram_bytes,

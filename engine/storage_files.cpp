@@ -44,6 +44,7 @@ std::unique_ptr<NvmTier> open_nvm_tier(const Config& config, std::uint64_t datab
   options.device.write_ns = config.nvm_write_ns;
   options.device.llc_bytes = config.llc_bytes;
   options.device.wear_counting = config.nvm_wear_counting;
+  options.device.crash_simulation = config.nvm_crash_simulation;
   options.log_bytes = log_bytes != 0 ? log_bytes : nvm_log_bytes(config.nvm_bytes);
   options.database_id = database_id;
   return config.create ? NvmTier::create(options) : NvmTier::open(options);

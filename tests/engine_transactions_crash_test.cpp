@@ -27,99 +27,12 @@
 #include "engine/restart_report.hpp"
 #include "engine/table.hpp"
 #include "engine/transaction.hpp"
+#include "tests/engine_crash_test_support.hpp"
 
 namespace tristore {
 namespace {
 
-struct Row {
-  std::uint64_t key;  // repeated, so a torn or misplaced value is caught
-  std::uint64_t version;
-  std::array<std::uint8_t, 184> filler;
-};
-using Model = std::map<std::uint64_t, Row>;
-
-constexpr std::uint64_t kKeySpace = 16000;
-constexpr std::uint64_t kLoadedKeys = 8000;  // every other key
-
-std::uint64_t base_seed() {
-  const char* fixed = std::getenv("TRISTORE_SEED");
-  const std::uint64_t seed =
-      fixed != nullptr ? std::strtoull(fixed, nullptr, 10) : std::random_device{}();
-  std::printf("seed %llu (TRISTORE_SEED=%llu replays)\n", static_cast<unsigned long long>(seed),
-              static_cast<unsigned long long>(seed));
-  return seed;
-}
-
-int rounds() {
-  const char* soak = std::getenv("TRISTORE_SOAK_ITERATIONS");
-  return soak != nullptr ? std::max(1, std::atoi(soak)) : 3;
-}
-
-Row make_row(std::uint64_t key, std::uint64_t version) {
-  Row row{key, version, {}};
-  row.filler.fill(static_cast<std::uint8_t>(key * 31 + version));
-  return row;
-}
-
-struct Op {
-  enum Kind { kInsert, kUpdate, kRemove } kind;
-  std::uint64_t key;
-};
-struct Txn {
-  std::vector<Op> ops;
-  bool commit;
-};
-
-// Transaction i of a run, the same in child and parent.
-Txn make_txn(std::uint64_t seed, std::uint64_t i) {
-  std::mt19937_64 random(seed * 1000003 + i);
-  Txn txn;
-  const int count = 1 + static_cast<int>(random() % 6);
-  for (int n = 0; n < count; ++n)
-    txn.ops.push_back({static_cast<Op::Kind>(random() % 3), random() % kKeySpace});
-  txn.commit = random() % 5 != 0;
-  return txn;
-}
-
-// What the table does with op (insert only if absent, update and remove only if present).
-void apply(Model& model, const Op& op, std::uint64_t version) {
-  auto it = model.find(op.key);
-  if (op.kind == Op::kInsert && it == model.end()) model[op.key] = make_row(op.key, version);
-  if (op.kind == Op::kUpdate && it != model.end()) it->second = make_row(op.key, version);
-  if (op.kind == Op::kRemove && it != model.end()) model.erase(it);
-}
-
-Model loaded_model() {
-  Model model;
-  for (std::uint64_t k = 0; k < kKeySpace; k += kKeySpace / kLoadedKeys) model[k] = make_row(k, 0);
-  return model;
-}
-
-struct Files {
-  std::string nvm;
-  std::filesystem::path ssd_dir;
-  Files() {
-    char tmpl[] = "/tmp/tristore-txn-crash-XXXXXX";
-    ssd_dir = mkdtemp(tmpl);
-    nvm = "/dev/shm/tristore-txn-crash-" + std::to_string(getpid()) + ".nvm";
-  }
-  ~Files() {
-    std::filesystem::remove(nvm);
-    std::filesystem::remove_all(ssd_dir);
-  }
-};
-
-Config config_for(Architecture arch, const Files& files, bool create) {
-  Config config;
-  config.architecture = arch;
-  config.dram_bytes = 640 * 1024;  // a few dozen frames: most pages live below DRAM
-  config.nvm_bytes = arch == Architecture::kThreeTier ? 2 * kMiB : 12 * kMiB;
-  config.ssd_bytes = 64 * kMiB;
-  config.nvm_path = files.nvm;
-  config.ssd_path = (files.ssd_dir / "db.ssd").string();
-  config.create = create;
-  return config;
-}
+using namespace crash_test;
 
 // The child: load, then transactions until killed; writes each finished index to `out`.
 [[noreturn]] void run_child(Architecture arch, const Files& files, std::uint64_t seed, int out) {
@@ -148,39 +61,6 @@ Config config_for(Architecture arch, const Files& files, bool create) {
     std::fprintf(stderr, "child: %s\n", e.what());
     _exit(2);
   }
-}
-
-// The model after transactions 1..last (committed ones only).
-Model model_after(std::uint64_t seed, std::uint64_t last) {
-  Model model = loaded_model();
-  for (std::uint64_t i = 1; i <= last; ++i) {
-    const Txn txn = make_txn(seed, i);
-    if (!txn.commit) continue;
-    for (const Op& op : txn.ops) apply(model, op, i);
-  }
-  return model;
-}
-
-Model scan_all(Table<std::uint64_t, Row>& table) {
-  Model seen;
-  std::uint64_t previous = 0;
-  bool first = true;
-  table.scan(0, SIZE_MAX, [&](const std::uint64_t& k, const Row& row) {
-    EXPECT_TRUE(first || k > previous) << "scan out of key order at " << k;
-    first = false;
-    previous = k;
-    seen[k] = row;
-    return true;
-  });
-  return seen;
-}
-
-bool same(const Model& a, const Model& b) {
-  if (a.size() != b.size()) return false;
-  for (auto ia = a.begin(), ib = b.begin(); ia != a.end(); ++ia, ++ib)
-    if (ia->first != ib->first || std::memcmp(&ia->second, &ib->second, sizeof(Row)) != 0)
-      return false;
-  return true;
 }
 
 void kill_and_recover(Architecture arch) {

@@ -79,6 +79,9 @@ BenchFlags::BenchFlags(CLI::App& app) {
   app.add_flag("--no-swizzling", no_swizzling_, "3tier: no pointer swizzling");
   app.add_flag("--wear", o.config.nvm_wear_counting,
                "count writes per NVM cache line; the JSON gets their distribution");
+  app.add_flag("--restart", o.restart,
+               "after the run: crash without flushing, reopen, time recovery and the way back to "
+               "the throughput before (YCSB)");
   app.add_option("--json", o.json_path, "write the result as JSON to this file");
   app.add_flag("--quiet", quiet_, "no progress lines");
 }

@@ -22,6 +22,8 @@ struct BenchOptions {
   std::uint64_t ops = 0;  // non-zero: the measured phase runs exactly this many operations
   std::string json_path;  // empty: no JSON file
   bool progress = true;
+  // After the measured phase: crash (no flush), reopen, time recovery (workloads/bench_restart).
+  bool restart = false;
   // Files the driver named itself (per process, so parallel runs do not collide); it removes
   // them when the run ends.
   bool remove_nvm_file = false;

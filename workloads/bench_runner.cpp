@@ -10,6 +10,7 @@
 #include "common/error.hpp"
 #include "engine/database.hpp"
 #include "workloads/bench_report.hpp"
+#include "workloads/bench_restart.hpp"
 #include "workloads/bench_tpcc.hpp"
 #include "workloads/bench_wear.hpp"
 #include "workloads/size_parser.hpp"
@@ -95,6 +96,15 @@ nlohmann::json run_bench(const BenchOptions& options) {
   result["config"] = config_json(options);
   result["memory"] = memory_json(db->memory_usage());
   result["memory"]["peak_rss_bytes"] = peak_rss_bytes();
+  result["durable"] = options.config.architecture != Architecture::kMainMemory;
+  if (options.restart) {
+    if (options.config.architecture == Architecture::kMainMemory)
+      fail("--restart: main-memory is volatile, there is nothing to restart from");
+    db->simulate_crash_on_close();
+    db.reset();
+    result["restart"] = measure_restart(options, result.at("throughput_ops_s").get<double>());
+    return result;
+  }
   db.reset();  // closes (and flushes) before the files are removed
   return result;
 }

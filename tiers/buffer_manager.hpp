@@ -21,7 +21,9 @@
 // Swizzling: one owning swip per page. Only a swip inside a full frame (whose bytes never
 // move) or a root swip passed as fix(swip, nullptr) is swizzled; a root swip must stay at a
 // stable DRAM address, and a mini page's children stay unswizzled until it is promoted. Call
-// flush_all before destroying the manager: it unswizzles every swip, root swips included.
+// flush_all before destroying the manager: it unswizzles every swip, root swips included. Or
+// write_back_all, which writes swizzled swips down as page ids but leaves them swizzled in DRAM:
+// then no root swip may be used after the manager is gone.
 //
 // Single-threaded today. Every frame carries a version-latch word and no frame pointer
 // outlives the Guard it came from, so optimistic latching can come without a redesign.

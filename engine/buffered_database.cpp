@@ -66,14 +66,14 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
   }
 
   // 1. Catalog with the roots' page ids (a swizzled root is fixed once to learn its id).
-  // 2. Every DRAM page down to NVM or SSD, the log first (flush_all syncs the SSD, metadata
-  //    included).
+  // 2. Every dirty DRAM page written to its NVM slot or SSD, the log first; DRAM stays warm
+  //    (write_back_all syncs the SSD, metadata included).
   // 3. basic-nvm: persist the NVM metadata area.
   void checkpoint_pages() override {
     catalog_.save(metadata_area(), [&](Swip& root) {
       return root.is_swizzled() ? manager_->fix(root, nullptr).page_id() : root.page_id();
     });
-    manager_->flush_all();
+    manager_->write_back_all();
     if (ssd_ == nullptr)
       nvm_->device().persist(nvm_->metadata_area().data(), nvm_->metadata_area().size());
   }

@@ -6,6 +6,9 @@
 
 namespace tristore {
 
+// Every architecture but main-memory is durable: write-ahead log in NVM (ssd-bm: an NVM file
+// at nvm_path holding only the log), restart after a crash. main-memory transactions are
+// atomic (abort rolls back) but volatile.
 enum class Architecture { kThreeTier, kBasicNvm, kNvmDirect, kSsdBm, kMainMemory };
 
 // "3tier", "basic-nvm", "nvm-direct", "ssd-bm", "main-memory" (the --arch spellings).

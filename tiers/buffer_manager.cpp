@@ -578,7 +578,11 @@ bool BufferManager::persist_dirty_lines(FrameHeader* frame, std::span<const Swiz
     const NvmSlotHeader& header = nvm_->header(slot_id);
     const Lsn lsn = page_lsn(slot);
     const bool behind_ssd = ssd_ != nullptr;
-    if (header.lsn != lsn || header.dirty_vs_ssd() != behind_ssd)
+    // basic-nvm: a page never leaves its slot, so the header (written at allocation) is not
+    // rewritten for a new LSN: a crash cutting that write could reject the header and lose
+    // the page.
+    const bool lsn_matters = ssd_ != nullptr;
+    if ((lsn_matters && header.lsn != lsn) || header.dirty_vs_ssd() != behind_ssd)
       nvm_->write_header(slot_id, frame->page_id, lsn, behind_ssd);
   }
   return wrote;

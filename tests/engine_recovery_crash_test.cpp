@@ -24,7 +24,7 @@ namespace {
 
 using namespace crash_test;
 
-constexpr std::uint64_t kTransactions = 40;
+constexpr std::uint64_t kTransactions = 100;
 constexpr std::size_t kRows = 2000;  // every other key of [0, 4000)
 
 Config small_config(Architecture arch, const std::string& nvm_path, bool create) {
@@ -114,6 +114,9 @@ void crash_at_many_fences(Architecture arch) {
     // The recovered database takes new transactions and survives a clean reopen.
     run_txn(*db, table, seed + 1, 1);
   }
+  std::printf("%llu fences in the run, %llu crashes reopened\n",
+              static_cast<unsigned long long>(full.fences),
+              static_cast<unsigned long long>(crashes));
   EXPECT_GT(crashes, 10u);
   std::filesystem::remove(path);
   std::filesystem::remove(image);

@@ -15,6 +15,7 @@ TpccTables TpccTables::create(Database& db) {
       db.create_table<OrderLineKey, OrderLineRow>("tpcc.order_line"),
       db.create_table<ItemKey, ItemRow>("tpcc.item"),
       db.create_table<StockKey, StockRow>("tpcc.stock"),
+      &db,
   };
 }
 

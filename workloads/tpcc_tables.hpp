@@ -17,6 +17,7 @@ struct TpccTables {
   Table<OrderLineKey, OrderLineRow> order_line;
   Table<ItemKey, ItemRow> item;
   Table<StockKey, StockRow> stock;
+  Database* db = nullptr;  // where the transactions begin
 
   // Creates the tables, named "tpcc.<table>"; Error if any exists.
   static TpccTables create(Database& db);

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "engine/transaction.hpp"
 
 namespace tristore::tpcc {
 namespace {
@@ -38,12 +39,15 @@ std::int64_t TpccTransactions::now() {
 NewOrderResult TpccTransactions::new_order(const NewOrderInput& input) {
   assert(input.ol_cnt >= kMinOrderLines && input.ol_cnt <= kMaxOrderLines);
   NewOrderResult result;
-  // 1. Validate every item before the first write, so that a rollback (an unused item id,
-  // clause 2.4.2.3) leaves nothing behind. With multi-operation transactions this becomes
-  // begin() here and abort() on the unused item.
+  // 1. One transaction; an unused item id (clause 2.4.2.3) aborts it. Items are still
+  // validated before the first write, so the abort has nothing to undo.
+  Transaction txn = tables_.db->begin();
   std::array<ItemRow, kMaxOrderLines> items;
   for (std::uint32_t i = 0; i < input.ol_cnt; ++i) {
-    if (!tables_.item.get({input.lines[i].i_id}, items[i])) return result;
+    if (!tables_.item.get({input.lines[i].i_id}, items[i])) {
+      txn.abort();
+      return result;
+    }
   }
 
   // 2. Warehouse and district taxes; take the district's next order id.
@@ -61,7 +65,7 @@ NewOrderResult TpccTransactions::new_order(const NewOrderInput& input) {
   }
   const std::uint32_t o_id = district.next_o_id;
   const std::uint32_t next_o_id = o_id + 1;
-  tables_.district.update_part(district_key, TPCC_FIELD(DistrictRow, next_o_id), &next_o_id);
+  tables_.district.update_part(txn, district_key, TPCC_FIELD(DistrictRow, next_o_id), &next_o_id);
 
   // 3. The customer's discount and credit (and names, shown on the terminal).
   struct {
@@ -80,10 +84,11 @@ NewOrderResult TpccTransactions::new_order(const NewOrderInput& input) {
   for (std::uint32_t i = 0; i < input.ol_cnt; ++i) {
     all_local &= input.lines[i].supply_w_id == input.w_id;
   }
-  tables_.order.insert({input.w_id, input.d_id, o_id}, OrderRow{entry_d, input.c_id, kNoCarrier,
-                                                                input.ol_cnt, all_local ? 1u : 0u});
-  tables_.new_order.insert({input.w_id, input.d_id, o_id}, NewOrderRow{1});
-  tables_.order_by_customer.insert({input.w_id, input.d_id, input.c_id, invert_order_id(o_id)},
+  tables_.order.insert(
+      txn, {input.w_id, input.d_id, o_id},
+      OrderRow{entry_d, input.c_id, kNoCarrier, input.ol_cnt, all_local ? 1u : 0u});
+  tables_.new_order.insert(txn, {input.w_id, input.d_id, o_id}, NewOrderRow{1});
+  tables_.order_by_customer.insert(txn, {input.w_id, input.d_id, input.c_id, invert_order_id(o_id)},
                                    OrderByCustomerRow{o_id});
 
   // 5. Per line: take the stock, write the order line.
@@ -102,7 +107,7 @@ NewOrderResult TpccTransactions::new_order(const NewOrderInput& input) {
     counters.ytd += line.quantity;
     counters.order_cnt += 1;
     counters.remote_cnt += line.supply_w_id != input.w_id ? 1 : 0;
-    tables_.stock.update_part(stock_key, 0, sizeof(StockCounters), &counters);
+    tables_.stock.update_part(txn, stock_key, 0, sizeof(StockCounters), &counters);
 
     // Brand-generic (B/G) is shown on the terminal only; computed for fidelity.
     [[maybe_unused]] const bool brand = contains_original(items[i].data, sizeof(items[i].data)) &&
@@ -113,9 +118,10 @@ NewOrderResult TpccTransactions::new_order(const NewOrderInput& input) {
     order_line.quantity = line.quantity;
     order_line.amount = static_cast<std::int64_t>(line.quantity) * items[i].price;
     std::memcpy(order_line.dist_info, stock.dist[input.d_id - 1], sizeof(order_line.dist_info));
-    tables_.order_line.insert({input.w_id, input.d_id, o_id, i + 1}, order_line);
+    tables_.order_line.insert(txn, {input.w_id, input.d_id, o_id, i + 1}, order_line);
     sum += order_line.amount;
   }
+  txn.commit();
   result.committed = true;
   result.o_id = o_id;
   result.total = static_cast<double>(sum) * (1.0 - customer.discount / 10000.0) *
@@ -148,18 +154,19 @@ std::uint32_t TpccTransactions::select_customer(const CustomerSelector& selector
 }
 
 PaymentResult TpccTransactions::payment(const PaymentInput& input) {
+  Transaction txn = tables_.db->begin();
   // 1. Warehouse and district: add the payment to their year-to-date totals.
   WarehouseRow warehouse;
   if (!tables_.warehouse.get({input.w_id}, warehouse)) fail("tpcc: no warehouse {}", input.w_id);
   warehouse.ytd += input.h_amount;
-  tables_.warehouse.update_part({input.w_id}, TPCC_FIELD(WarehouseRow, ytd), &warehouse.ytd);
+  tables_.warehouse.update_part(txn, {input.w_id}, TPCC_FIELD(WarehouseRow, ytd), &warehouse.ytd);
   const DistrictKey district_key{input.w_id, input.d_id};
   DistrictRow district;
   if (!tables_.district.get(district_key, district)) {
     fail("tpcc: district {}/{} is missing", input.w_id, input.d_id);
   }
   district.ytd += input.h_amount;
-  tables_.district.update_part(district_key, TPCC_FIELD(DistrictRow, ytd), &district.ytd);
+  tables_.district.update_part(txn, district_key, TPCC_FIELD(DistrictRow, ytd), &district.ytd);
 
   // 2. The customer pays; a bad-credit customer's C_DATA records the payment.
   const CustomerSelector& selector = input.customer;
@@ -179,9 +186,10 @@ PaymentResult TpccTransactions::payment(const PaymentInput& input) {
         customer_key.w_id, input.d_id, input.w_id, input.h_amount / 100, input.h_amount % 100);
     const std::size_t kept = sizeof(data) - std::min(prefix.size, sizeof(data));
     std::memcpy(data + sizeof(data) - kept, customer.data, kept);
-    tables_.customer.update_part(customer_key, offsetof(CustomerRow, data), sizeof(data), data);
+    tables_.customer.update_part(txn, customer_key, offsetof(CustomerRow, data), sizeof(data),
+                                 data);
   }
-  tables_.customer.update_part(customer_key, 0, sizeof(CustomerAccount), &customer.account);
+  tables_.customer.update_part(txn, customer_key, 0, sizeof(CustomerAccount), &customer.account);
 
   // 3. The history row: H_DATA is W_NAME, four spaces, D_NAME.
   HistoryRow history{};
@@ -194,7 +202,8 @@ PaymentResult TpccTransactions::payment(const PaymentInput& input) {
   history.w_id = input.w_id;
   fmt::format_to_n(history.data, sizeof(history.data), "{}    {}", text_of(warehouse.name),
                    text_of(district.name));
-  tables_.history.insert({next_history_sequence_++}, history);
+  tables_.history.insert(txn, {next_history_sequence_++}, history);
+  txn.commit();
   return {customer_key.c_id, customer.account.balance};
 }
 
@@ -239,6 +248,7 @@ OrderStatusResult TpccTransactions::order_status(const OrderStatusInput& input) 
 }
 
 DeliveryResult TpccTransactions::delivery(const DeliveryInput& input) {
+  Transaction txn = tables_.db->begin();
   DeliveryResult result;
   const std::int64_t delivery_d = now();
   for (std::uint32_t d_id = 1; d_id <= kDistrictsPerWarehouse; ++d_id) {
@@ -250,13 +260,13 @@ DeliveryResult TpccTransactions::delivery(const DeliveryInput& input) {
                              return false;
                            });
     if (o_id == 0) continue;  // skipped: clause 2.7.4.2
-    tables_.new_order.remove({input.w_id, d_id, o_id});
+    tables_.new_order.remove(txn, {input.w_id, d_id, o_id});
 
     // 2. Set its carrier, and the delivery date of its lines.
     const OrderKey order_key{input.w_id, d_id, o_id};
     std::uint32_t c_id = 0;
     tables_.order.get_part(order_key, TPCC_FIELD(OrderRow, c_id), &c_id);
-    tables_.order.update_part(order_key, TPCC_FIELD(OrderRow, carrier_id), &input.carrier_id);
+    tables_.order.update_part(txn, order_key, TPCC_FIELD(OrderRow, carrier_id), &input.carrier_id);
     std::int64_t sum = 0;
     lines_to_deliver_.clear();
     tables_.order_line.scan({input.w_id, d_id, o_id, 0}, kMaxOrderLines,
@@ -268,7 +278,7 @@ DeliveryResult TpccTransactions::delivery(const DeliveryInput& input) {
                               return true;
                             });
     for (const OrderLineKey& key : lines_to_deliver_) {
-      tables_.order_line.update_part(key, TPCC_FIELD(OrderLineRow, delivery_d), &delivery_d);
+      tables_.order_line.update_part(txn, key, TPCC_FIELD(OrderLineRow, delivery_d), &delivery_d);
     }
 
     // 3. The customer is charged.
@@ -277,9 +287,10 @@ DeliveryResult TpccTransactions::delivery(const DeliveryInput& input) {
     tables_.customer.get_part(customer_key, 0, sizeof(account), &account);
     account.balance += sum;
     account.delivery_cnt += 1;
-    tables_.customer.update_part(customer_key, 0, sizeof(account), &account);
+    tables_.customer.update_part(txn, customer_key, 0, sizeof(account), &account);
     ++result.delivered;
   }
+  txn.commit();
   return result;
 }
 

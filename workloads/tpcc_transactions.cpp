@@ -39,14 +39,15 @@ std::int64_t TpccTransactions::now() {
 NewOrderResult TpccTransactions::new_order(const NewOrderInput& input) {
   assert(input.ol_cnt >= kMinOrderLines && input.ol_cnt <= kMaxOrderLines);
   NewOrderResult result;
-  // 1. One transaction; an unused item id (clause 2.4.2.3) aborts it. Items are still
-  // validated before the first write, so the abort has nothing to undo.
+  // 1. One transaction; the items up to the first unused id (clause 2.4.2.3), where the
+  // transaction will roll back everything it did before.
   Transaction txn = tables_.db->begin();
   std::array<ItemRow, kMaxOrderLines> items;
+  std::uint32_t unused_item = input.ol_cnt;
   for (std::uint32_t i = 0; i < input.ol_cnt; ++i) {
     if (!tables_.item.get({input.lines[i].i_id}, items[i])) {
-      txn.abort();
-      return result;
+      unused_item = i;
+      break;
     }
   }
 
@@ -94,6 +95,10 @@ NewOrderResult TpccTransactions::new_order(const NewOrderInput& input) {
   // 5. Per line: take the stock, write the order line.
   std::int64_t sum = 0;
   for (std::uint32_t i = 0; i < input.ol_cnt; ++i) {
+    if (i == unused_item) {
+      txn.abort();  // a real rollback: district, order, new-order and earlier lines
+      return result;
+    }
     const NewOrderInput::Line& line = input.lines[i];
     const StockKey stock_key{line.supply_w_id, line.i_id};
     StockRow stock;

@@ -1,9 +1,9 @@
 #pragma once
 // The five TPC-C transactions (clause 2.4 - 2.8) over the tables, given their inputs.
 //
-// The engine has no multi-operation transactions yet: each call runs its reads and writes
-// one after the other. New-Order's rollback is made exact by validating every item before
-// the first write; see new_order().
+// New-Order, Payment and Delivery each run as one engine transaction (durable when they
+// return, on a durable architecture); New-Order's unused item aborts its transaction after
+// its first writes (a real rollback). Order-Status and Stock-Level only read.
 #include <array>
 #include <cstdint>
 #include <vector>

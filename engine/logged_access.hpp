@@ -248,7 +248,9 @@ class LoggedAccess {
     Guard(const Guard&) = delete;
     Guard& operator=(const Guard&) = delete;
     ~Guard() noexcept(false) {
-      if (std::uncaught_exceptions() == 0) {
+      // A guard that wrote nothing releases without logging and cannot throw: the lookup path
+      // skips the uncaught_exceptions() call.
+      if (!wrote_ || std::uncaught_exceptions() == 0) {
         release();
         return;
       }

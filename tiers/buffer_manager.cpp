@@ -251,6 +251,20 @@ std::byte* BufferManager::load_full_lines(FullFrame* frame, std::size_t first, s
   return frame->data;
 }
 
+std::byte* BufferManager::make_resident_cold(FrameHeader* frame, std::uint32_t offset,
+                                             std::uint32_t length) {
+  const std::size_t first = offset / kCacheLineSize;
+  const std::size_t last = (offset + length - 1) / kCacheLineSize;
+  if (!frame->is_mini()) return load_full_lines(as_full(frame), first, last) + offset;
+  MiniPage* mini = as_mini(frame);
+  const std::size_t slot = mini->find(first);
+  const std::size_t last_slot = slot + (last - first);  // lines are sorted and unique
+  if (last_slot < mini->header.mini_count && mini->slots[last_slot] == last &&
+      mini->full == nullptr)
+    return mini->data + slot * kCacheLineSize + offset % kCacheLineSize;
+  return make_resident_mini(mini, offset, length);
+}
+
 std::byte* BufferManager::make_resident_mini(MiniPage* mini, std::uint32_t offset,
                                              std::uint32_t length) {
   if (mini->full != nullptr) return make_resident(&mini->full->header, offset, length);

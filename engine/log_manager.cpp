@@ -6,6 +6,7 @@
 #include <random>
 
 #include "common/error.hpp"
+#include "common/random_id.hpp"
 
 namespace tristore {
 
@@ -36,13 +37,6 @@ std::uint32_t checksum_seed(std::uint64_t log_id) {
   return static_cast<std::uint32_t>(log_id ^ (log_id >> 32));
 }
 
-std::uint64_t random_log_id() {
-  std::random_device random;
-  std::uint64_t id = 0;
-  while (id == 0) id = (std::uint64_t{random()} << 32) | random();
-  return id;
-}
-
 }  // namespace
 
 LogManager::LogManager(NvmDevice& device, std::span<std::byte> area, const LogHeader& header)
@@ -63,9 +57,9 @@ std::unique_ptr<LogManager> LogManager::create(NvmDevice& device, std::span<std:
   // 1. A fresh id, so that no record of a log formatted here before passes a checksum.
   const std::uint64_t capacity = record_capacity(device, area);
   const auto* old = reinterpret_cast<const LogHeader*>(area.data());
-  std::uint64_t log_id = random_log_id();
+  std::uint64_t log_id = random_nonzero_id();
   while ((old[0].valid() && old[0].log_id == log_id) || (old[1].valid() && old[1].log_id == log_id))
-    log_id = random_log_id();
+    log_id = random_nonzero_id();
 
   // 2. Both header copies at once: the old ones must not outlive the new one.
   LogHeader header{};

@@ -6,19 +6,11 @@
 #include <random>
 
 #include "common/error.hpp"
+#include "common/random_id.hpp"
 
 namespace tristore {
 
-namespace {
-
-std::uint64_t random_database_id() {
-  std::random_device device;
-  std::uint64_t id = 0;
-  while (id == 0) id = (std::uint64_t{device()} << 32) | device();
-  return id;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 NvmTier::NvmTier(std::unique_ptr<NvmDevice> device, const NvmLayout& layout,
                  std::uint64_t database_id)
@@ -54,7 +46,7 @@ std::unique_ptr<NvmTier> NvmTier::create(const NvmTierOptions& options) {
 
   // 4. Write the superblock last: a crash while formatting leaves no valid file behind.
   const std::uint64_t database_id =
-      options.database_id != 0 ? options.database_id : random_database_id();
+      options.database_id != 0 ? options.database_id : random_nonzero_id();
   NvmSuperblock superblock{};
   superblock.magic = kNvmMagic;
   superblock.format_version = kNvmFormatVersion;

@@ -10,6 +10,7 @@
 
 #include "common/checksum.hpp"
 #include "common/page_format.hpp"
+#include "common/random_id.hpp"
 #include "ssd/aligned_page_buffer.hpp"
 #include "ssd/allocation_bitmap.hpp"
 #include "ssd/direct_file.hpp"
@@ -40,13 +41,6 @@ void count(std::uint64_t& counter) {
 std::byte* scratch_page() {
   thread_local AlignedPageBuffer buffer(kPageSize);
   return buffer.data();
-}
-
-std::uint64_t random_database_id() {
-  std::random_device device;
-  std::uint64_t id = 0;
-  while (id == 0) id = (std::uint64_t{device()} << 32) | device();
-  return id;
 }
 
 }  // namespace
@@ -155,7 +149,7 @@ std::unique_ptr<SsdPageFile> SsdPageFile::create(const SsdOptions& options) {
     superblock.page_capacity = layout.page_capacity;
     superblock.bitmap_pages = layout.bitmap_pages;
     superblock.file_size = layout.file_size();
-    superblock.database_id = options.database_id != 0 ? options.database_id : random_database_id();
+    superblock.database_id = options.database_id != 0 ? options.database_id : random_nonzero_id();
     state->persist_generation(0);
     state->persist_generation(1);
     state->file.sync_directory();

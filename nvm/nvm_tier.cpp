@@ -3,7 +3,6 @@
 #include <cassert>
 #include <cstring>
 #include <limits>
-#include <random>
 
 #include "common/error.hpp"
 #include "common/random_id.hpp"

@@ -6,7 +6,6 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
-#include <random>
 
 #include "common/checksum.hpp"
 #include "common/page_format.hpp"

@@ -38,6 +38,7 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
 
   Counters counters() const override { return manager_->counters(); }
   const WearCounters* nvm_wear() const override { return nvm_ ? nvm_->device().wear() : nullptr; }
+  bool nvm_is_pmem() const override { return nvm_ && nvm_->device().is_pmem(); }
   CrashSimulator* nvm_crash_simulator() override {
     return (nvm_ ? *nvm_ : *log_tier_).device().crash_simulator();
   }

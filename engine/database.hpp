@@ -77,6 +77,9 @@ class Database {
   // Writes per NVM cache line (paper Figure 16); nullptr without NVM or without
   // Config::nvm_wear_counting.
   virtual const WearCounters* nvm_wear() const { return nullptr; }
+  // Whether the NVM file is real persistent memory (libpmem's pmem_is_pmem on a DAX mapping):
+  // persisted lines then survive a power loss; on tmpfs only a process crash. False without NVM.
+  virtual bool nvm_is_pmem() const { return false; }
   // The NVM file's crash simulator (crash tests); nullptr without Config::nvm_crash_simulation.
   virtual CrashSimulator* nvm_crash_simulator() { return nullptr; }
 

@@ -33,6 +33,7 @@ class NvmDirectDatabase final : public DatabaseOver<NvmDirectAccess> {
 
   Counters counters() const override { return tier_->device().counters(); }
   const WearCounters* nvm_wear() const override { return tier_->device().wear(); }
+  bool nvm_is_pmem() const override { return tier_->device().is_pmem(); }
   CrashSimulator* nvm_crash_simulator() override { return tier_->device().crash_simulator(); }
   MemoryUsage memory_usage() const override {
     return MemoryUsage{.dram_bytes = 0,

@@ -97,6 +97,7 @@ nlohmann::json run_bench(const BenchOptions& options) {
   result["memory"] = memory_json(db->memory_usage());
   result["memory"]["peak_rss_bytes"] = peak_rss_bytes();
   result["durable"] = options.config.architecture != Architecture::kMainMemory;
+  result["nvm_is_pmem"] = db->nvm_is_pmem();
   if (options.restart) {
     if (options.config.architecture == Architecture::kMainMemory)
       fail("--restart: main-memory is volatile, there is nothing to restart from");

@@ -9,20 +9,12 @@
 #include "common/error.hpp"
 #include "ssd/aligned_page_buffer.hpp"
 #include "ssd/direct_file.hpp"
+#include "tests/test_support.hpp"
 
 using namespace tristore;
+using testing_support::TempDir;
 
 namespace {
-
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string pattern = "/tmp/tristore-ssd-test-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) std::abort();
-    path = pattern;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 template <typename F>
 std::string error_of(F&& f) {

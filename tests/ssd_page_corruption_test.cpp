@@ -13,20 +13,12 @@
 #include "common/page_format.hpp"
 #include "ssd/ssd_layout.hpp"
 #include "ssd/ssd_page_file.hpp"
+#include "tests/test_support.hpp"
 
 using namespace tristore;
+using testing_support::TempDir;
 
 namespace {
-
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string pattern = "/tmp/tristore-ssd-test-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) std::abort();
-    path = pattern;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 constexpr std::uint64_t kSize = 32 * kPageSize;
 constexpr SsdLayout kLayout = SsdLayout::for_size(kSize);

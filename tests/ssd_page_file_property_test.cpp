@@ -14,28 +14,13 @@
 
 #include "common/page_format.hpp"
 #include "ssd/ssd_page_file.hpp"
+#include "tests/test_support.hpp"
 
 using namespace tristore;
+using testing_support::TempDir;
+using testing_support::test_seed;
 
 namespace {
-
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string pattern = "/tmp/tristore-ssd-test-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) std::abort();
-    path = pattern;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
-
-std::uint64_t test_seed() {
-  const char* env = std::getenv("TRISTORE_SEED");
-  std::uint64_t seed = env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
-  std::printf("seed %llu (replay with TRISTORE_SEED=%llu)\n", static_cast<unsigned long long>(seed),
-              static_cast<unsigned long long>(seed));
-  return seed;
-}
 
 // Page body derived from a version number, so the model stores one integer per page.
 void fill(std::byte* page, std::uint64_t version) {

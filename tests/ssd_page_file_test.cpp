@@ -14,20 +14,12 @@
 #include "ssd/page_checksum.hpp"
 #include "ssd/ssd_layout.hpp"
 #include "ssd/ssd_page_file.hpp"
+#include "tests/test_support.hpp"
 
 using namespace tristore;
+using testing_support::TempDir;
 
 namespace {
-
-struct TempDir {
-  std::filesystem::path path;
-  explicit TempDir(const char* base = "/tmp") {
-    std::string pattern = std::string(base) + "/tristore-ssd-test-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) std::abort();
-    path = pattern;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 constexpr std::uint64_t kSmallSize = 64 * kPageSize;
 

@@ -11,6 +11,7 @@ namespace tristore {
   X(nvm_lines_written)      /* cache lines written back to NVM */                       \
   X(ssd_pages_read)                                                                     \
   X(ssd_pages_written)                                                                  \
+  X(ssd_syncs)              /* SSD file syncs (the writes before one are durable) */    \
   X(page_table_lookups)     /* fixes that went through the combined page table */      \
   X(swizzled_hits)          /* fixes served by a swizzled swip: no lookup */           \
   X(mini_pages_created)                                                                 \

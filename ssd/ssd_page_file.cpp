@@ -298,6 +298,7 @@ void SsdPageFile::sync() {
   // A new generation only when the bitmap or the metadata changed; it makes the data pages
   // durable before its superblock, so a superblock never vouches for pages still in flight.
   State& state = *state_;
+  count(state.counters.ssd_syncs);
   bool metadata_changed =
       std::memcmp(state.superblock.metadata, state.persisted_superblock.metadata,
                   sizeof(state.superblock.metadata)) != 0;

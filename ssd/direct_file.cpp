@@ -13,6 +13,7 @@
 
 #include "common/error.hpp"
 #include "ssd/aligned_page_buffer.hpp"
+#include "ssd/ssd_crash_simulator.hpp"
 
 namespace tristore {
 
@@ -69,7 +70,8 @@ DirectFile::DirectFile(const std::string& path, Mode mode) : path_(path) {
 DirectFile::DirectFile(DirectFile&& other) noexcept
     : path_(std::move(other.path_)),
       fd_(std::exchange(other.fd_, -1)),
-      direct_io_(other.direct_io_) {}
+      direct_io_(other.direct_io_),
+      crash_(std::exchange(other.crash_, nullptr)) {}
 
 DirectFile::~DirectFile() {
   if (fd_ >= 0) ::close(fd_);
@@ -84,6 +86,8 @@ std::uint64_t DirectFile::size() const {
 void DirectFile::reserve(std::uint64_t bytes) {
   if (::ftruncate(fd_, static_cast<off_t>(bytes)) != 0)
     fail("cannot size SSD file {} to {} bytes: {}", path_, bytes, last_error());
+  if (crash_ != nullptr) [[unlikely]]
+    crash_->on_resize(bytes);
   if (::fallocate(fd_, 0, 0, static_cast<off_t>(bytes)) == 0) return;
   if (errno == EOPNOTSUPP) return;  // sparse then; a full disk surfaces as a write error
   fail("cannot reserve {} bytes for SSD file {}: {}", bytes, path_, last_error());
@@ -125,9 +129,13 @@ void DirectFile::write_exact(std::uint64_t offset, const std::byte* buffer, std:
            length);
     done += static_cast<std::size_t>(put);
   }
+  if (crash_ != nullptr) [[unlikely]]
+    crash_->on_write(offset, buffer, length);
 }
 
 void DirectFile::sync_data() {
+  if (crash_ != nullptr) [[unlikely]]
+    return crash_->on_sync();
   if (::fdatasync(fd_) != 0) fail("fdatasync of SSD file {} failed: {}", path_, last_error());
 }
 

@@ -9,6 +9,8 @@
 
 namespace tristore {
 
+class SsdCrashSimulator;
+
 class DirectFile {
  public:
   enum class Mode { kCreate, kOpen };
@@ -35,6 +37,10 @@ class DirectFile {
   // Makes the file's directory entry durable (after create).
   void sync_directory();
 
+  // Crash tests: writes, resizes and syncs are reported to `simulator` (nullptr: none), which
+  // then owns durability, so sync_data skips the real fdatasync.
+  void attach_crash_simulator(SsdCrashSimulator* simulator) { crash_ = simulator; }
+
  private:
   void check_alignment(const char* operation, std::uint64_t offset, const void* buffer,
                        std::size_t length) const;
@@ -42,6 +48,7 @@ class DirectFile {
   std::string path_;
   int fd_ = -1;
   bool direct_io_ = true;
+  SsdCrashSimulator* crash_ = nullptr;
 };
 
 }  // namespace tristore

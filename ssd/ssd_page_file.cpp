@@ -14,6 +14,7 @@
 #include "ssd/allocation_bitmap.hpp"
 #include "ssd/direct_file.hpp"
 #include "ssd/page_checksum.hpp"
+#include "ssd/ssd_crash_simulator.hpp"
 #include "ssd/ssd_layout.hpp"
 #include "ssd/superblock.hpp"
 
@@ -46,6 +47,7 @@ std::byte* scratch_page() {
 
 struct SsdPageFile::State {
   SsdOptions options;
+  std::unique_ptr<SsdCrashSimulator> crash;  // outlives `file`, which reports to it
   DirectFile file;
   SsdLayout layout;
   Superblock superblock;            // in memory: what the next sync() persists
@@ -140,8 +142,14 @@ std::unique_ptr<SsdPageFile> SsdPageFile::create(const SsdOptions& options) {
   DirectFile file(options.path, DirectFile::Mode::kCreate);
   std::unique_ptr<State> state;
   try {
+    std::unique_ptr<SsdCrashSimulator> crash;
+    if (options.crash_simulation) {
+      crash = std::make_unique<SsdCrashSimulator>(file);
+      file.attach_crash_simulator(crash.get());
+    }
     file.reserve(layout.file_size());
     state = std::make_unique<State>(options, std::move(file), layout);
+    state->crash = std::move(crash);
     // 3. Both superblock copies (generations 0 and 1), each with its empty bitmap.
     Superblock& superblock = state->superblock;
     superblock.size_bytes = layout.size_bytes;
@@ -213,6 +221,10 @@ std::unique_ptr<SsdPageFile> SsdPageFile::open(const SsdOptions& options) {
     if (!state->bitmap.load({bitmap_bytes.data(), bitmap_bytes.size()})) continue;
     state->superblock = candidate;
     state->persisted_superblock = candidate;
+    if (options.crash_simulation) {
+      state->crash = std::make_unique<SsdCrashSimulator>(state->file);
+      state->file.attach_crash_simulator(state->crash.get());
+    }
     return std::unique_ptr<SsdPageFile>(new SsdPageFile(std::move(state)));
   }
   fail("SSD file {} is corrupt: no allocation bitmap copy passes its checksum and bounds check",
@@ -228,6 +240,7 @@ std::uint64_t SsdPageFile::page_capacity() const { return state_->layout.page_ca
 const std::string& SsdPageFile::path() const { return state_->options.path; }
 bool SsdPageFile::direct_io() const { return state_->file.direct_io(); }
 const Counters& SsdPageFile::counters() const { return state_->counters; }
+SsdCrashSimulator* SsdPageFile::crash_simulator() { return state_->crash.get(); }
 
 std::uint64_t SsdPageFile::pages_in_use() const {
   std::lock_guard lock(state_->allocation_mutex);

@@ -27,6 +27,8 @@
 
 namespace tristore {
 
+class SsdCrashSimulator;
+
 struct SsdOptions {
   std::string path;  // default chosen by the engine: $TMPDIR/tristore.ssd
   std::uint64_t size_bytes =
@@ -34,6 +36,7 @@ struct SsdOptions {
   bool create = false;  // true: create/truncate; false: open (missing file -> Error)
   std::uint64_t database_id = 0;  // create: 0 picks a random id; open: != 0 must match
   std::uint32_t read_latency_ns = 0, write_latency_ns = 0;  // extra busy-wait per page I/O
+  bool crash_simulation = false;  // tests: a disk with a volatile write cache (crash_simulator())
 };
 
 class SsdPageFile {
@@ -77,6 +80,8 @@ class SsdPageFile {
   std::span<const std::byte> metadata() const;
 
   const Counters& counters() const;
+  // nullptr without SsdOptions::crash_simulation (ssd/ssd_crash_simulator.hpp).
+  SsdCrashSimulator* crash_simulator();
 
  private:
   struct State;

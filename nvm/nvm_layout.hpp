@@ -2,7 +2,7 @@
 // Where things live in the NVM file:
 //   [superblock 4 KiB: fields below, then a 2 KiB metadata area for the engine (catalog roots)]
 //   [log area: log_bytes, a multiple of 4 KiB]
-//   [slot headers: one 64 B line per slot, padded to 4 KiB]
+//   [slot headers: one 64 B line (two versions) per slot, padded to 4 KiB]
 //   [slots: 16 KiB each, 4 KiB aligned]
 #include <cstddef>
 #include <cstdint>
@@ -14,7 +14,8 @@
 namespace tristore {
 
 inline constexpr std::uint64_t kNvmMagic = 0x314d564e45525453ull;  // "STRENVM1"
-inline constexpr std::uint32_t kNvmFormatVersion = 1;
+// 2: two-version slot header lines (version 1 rewrote one version in place; it could tear).
+inline constexpr std::uint32_t kNvmFormatVersion = 2;
 inline constexpr std::uint64_t kNvmSuperblockBytes = 4096;
 inline constexpr std::uint64_t kNvmMetadataOffset = 2048;
 inline constexpr std::uint64_t kNvmMetadataBytes = 2048;
@@ -54,7 +55,7 @@ struct NvmLayout {
     layout.log_bytes = log_bytes;
     layout.headers_offset = layout.log_offset + log_bytes;
     layout.slots_offset =
-        layout.headers_offset + align_up(slot_count * sizeof(NvmSlotHeader), kNvmAlignment);
+        layout.headers_offset + align_up(slot_count * sizeof(NvmSlotHeaderLine), kNvmAlignment);
     layout.slot_count = slot_count;
     layout.end = layout.slots_offset + slot_count * kPageSize;
     return layout;

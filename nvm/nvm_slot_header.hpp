@@ -1,7 +1,15 @@
 #pragma once
-// The persisted header of one NVM page slot: one cache line, so it is flushed with one clwb.
+// The header of one NVM page slot: what the slot holds (page id, LSN, dirty vs SSD).
 // Restart rebuilds the combined page table by scanning these (paper: 100 GB in under 1 s).
+//
+// Persisted as one 64-byte line of two 32-byte versions. NVM writes are atomic only at 8 bytes,
+// so a header is never rewritten in place: an update writes the version that is not current,
+// with the next sequence number, and persists it. A crash may tear that version (its checksum
+// then fails) but never touches the current one, so open finds the old or the new header, never
+// none. A version's place in the line is its sequence number's parity.
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "common/checksum.hpp"
 #include "common/types.hpp"
@@ -10,35 +18,76 @@ namespace tristore {
 
 using SlotId = std::uint32_t;
 
-struct alignas(64) NvmSlotHeader {
+// A slot's current header as the engine reads it: NvmTier keeps these in DRAM, so hot paths
+// (the NVM clock) never touch NVM or recompute checksums.
+struct NvmSlotHeader {
   static constexpr std::uint32_t kDirtyVsSsd = 1;  // the slot holds changes not yet on SSD
 
   PageId page_id = kInvalidPageId;  // kInvalidPageId = free slot
   Lsn lsn = 0;
   std::uint32_t flags = 0;
-  std::uint32_t checksum = 0;  // crc32c of the header with this field zero
-  std::uint8_t reserved[40] = {};
+  std::uint32_t sequence = 0;  // of the persisted version it mirrors
 
   bool is_free() const { return page_id == kInvalidPageId; }
   bool dirty_vs_ssd() const { return (flags & kDirtyVsSsd) != 0; }
+  friend bool operator==(const NvmSlotHeader&, const NvmSlotHeader&) = default;
+};
+static_assert(sizeof(NvmSlotHeader) == 24);
 
-  std::uint32_t compute_checksum() const {
-    NvmSlotHeader copy = *this;
-    copy.checksum = 0;
-    return crc32c(&copy, sizeof(copy));
+// One persisted version: four 8-byte words, any subset of which a crash may leave new.
+struct NvmSlotHeaderVersion {
+  PageId page_id;
+  Lsn lsn;
+  std::uint32_t flags;
+  std::uint32_t sequence;
+  std::uint32_t reserved;  // zero
+  std::uint32_t checksum;  // crc32c of the fields above, seeded with the slot id
+
+  // Seeded with the slot id, so a header line found in another slot's place is not valid.
+  std::uint32_t compute_checksum(SlotId slot) const {
+    return crc32c(this, offsetof(NvmSlotHeaderVersion, checksum), slot);
   }
-  // A torn header (8-byte words of an old and a new version) fails this check.
-  bool valid() const { return checksum == compute_checksum(); }
+  bool valid(SlotId slot, std::size_t place) const {
+    return checksum == compute_checksum(slot) && reserved == 0 && (sequence & 1u) == place;
+  }
+  NvmSlotHeader header() const { return {page_id, lsn, flags, sequence}; }
 
-  static NvmSlotHeader make(PageId page_id, Lsn lsn, bool dirty_vs_ssd) {
-    NvmSlotHeader header;
-    header.page_id = page_id;
-    header.lsn = lsn;
-    header.flags = dirty_vs_ssd ? kDirtyVsSsd : 0;
-    header.checksum = header.compute_checksum();
-    return header;
+  static NvmSlotHeaderVersion make(SlotId slot, const NvmSlotHeader& header) {
+    NvmSlotHeaderVersion version{header.page_id, header.lsn, header.flags, header.sequence, 0, 0};
+    version.checksum = version.compute_checksum(slot);
+    return version;
   }
 };
-static_assert(sizeof(NvmSlotHeader) == 64);
+static_assert(sizeof(NvmSlotHeaderVersion) == 32);
+static_assert(offsetof(NvmSlotHeaderVersion, checksum) == 28, "the checksum covers 28 bytes");
+
+struct alignas(kCacheLineSize) NvmSlotHeaderLine {
+  NvmSlotHeaderVersion versions[2];
+
+  static constexpr std::size_t place_of(std::uint32_t sequence) { return sequence & 1u; }
+  NvmSlotHeaderVersion& version_for(std::uint32_t sequence) { return versions[place_of(sequence)]; }
+
+  // The valid version with the higher sequence number (compared modulo 2^32); none only when
+  // both are corrupt, which no crash can cause.
+  std::optional<NvmSlotHeader> current(SlotId slot) const {
+    const auto newer = static_cast<std::int32_t>(versions[1].sequence - versions[0].sequence) > 0;
+    const std::size_t first = newer ? 1 : 0;
+    if (versions[first].valid(slot, first)) return versions[first].header();
+    if (versions[1 - first].valid(slot, 1 - first)) return versions[1 - first].header();
+    return std::nullopt;
+  }
+
+  // A freshly formatted slot: free, both versions valid.
+  static NvmSlotHeaderLine free_slot(SlotId slot) {
+    NvmSlotHeaderLine line;
+    NvmSlotHeader header;
+    for (std::uint32_t place = 0; place < 2; ++place) {
+      header.sequence = place;
+      line.versions[place] = NvmSlotHeaderVersion::make(slot, header);
+    }
+    return line;
+  }
+};
+static_assert(sizeof(NvmSlotHeaderLine) == kCacheLineSize, "one line: one flush per update");
 
 }  // namespace tristore

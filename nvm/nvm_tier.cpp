@@ -9,14 +9,12 @@
 
 namespace tristore {
 
-namespace {}  // namespace
-
 NvmTier::NvmTier(std::unique_ptr<NvmDevice> device, const NvmLayout& layout,
                  std::uint64_t database_id)
     : device_(std::move(device)),
       layout_(layout),
       database_id_(database_id),
-      headers_(reinterpret_cast<NvmSlotHeader*>(device_->base() + layout.headers_offset)),
+      header_lines_(reinterpret_cast<NvmSlotHeaderLine*>(device_->base() + layout.headers_offset)),
       slots_(device_->base() + layout.slots_offset),
       slots_end_(slots_ + layout.slot_count * kPageSize) {}
 
@@ -38,10 +36,10 @@ std::unique_ptr<NvmTier> NvmTier::create(const NvmTierOptions& options) {
   auto device = std::make_unique<NvmDevice>(device_options);
 
   // 3. Mark every slot free, persisted before the superblock makes the file valid.
-  auto* headers = reinterpret_cast<NvmSlotHeader*>(device->base() + layout.headers_offset);
-  const NvmSlotHeader free_header = NvmSlotHeader::make(kInvalidPageId, 0, false);
-  for (std::uint64_t id = 0; id < slot_count; ++id) headers[id] = free_header;
-  device->persist(headers, slot_count * sizeof(NvmSlotHeader));
+  auto* lines = reinterpret_cast<NvmSlotHeaderLine*>(device->base() + layout.headers_offset);
+  for (std::uint64_t id = 0; id < slot_count; ++id)
+    lines[id] = NvmSlotHeaderLine::free_slot(static_cast<SlotId>(id));
+  device->persist(lines, slot_count * sizeof(NvmSlotHeaderLine));
 
   // 4. Write the superblock last: a crash while formatting leaves no valid file behind.
   const std::uint64_t database_id =
@@ -59,7 +57,7 @@ std::unique_ptr<NvmTier> NvmTier::create(const NvmTierOptions& options) {
   device->persist(device->base(), sizeof(superblock));
 
   auto tier = std::unique_ptr<NvmTier>(new NvmTier(std::move(device), layout, database_id));
-  tier->rebuild_free_list();
+  tier->load_headers();
   return tier;
 }
 
@@ -100,34 +98,62 @@ std::unique_ptr<NvmTier> NvmTier::open(const NvmTierOptions& options) {
     fail("{}: corrupt superblock (slot count {} and log size {} do not fit {} bytes)", path,
          superblock.slot_count, superblock.log_bytes, superblock.file_bytes);
 
-  // 5. Rebuild the volatile free list from the persisted headers.
+  // 5. Rebuild the header mirror and the free list from the persisted headers.
   auto tier =
       std::unique_ptr<NvmTier>(new NvmTier(std::move(device), layout, superblock.database_id));
-  tier->rebuild_free_list();
+  tier->load_headers();
   return tier;
 }
 
-void NvmTier::rebuild_free_list() {
-  // Free or torn headers are free: a torn header means the slot's page never became valid.
-  free_slots_.clear();
-  for (std::uint64_t id = layout_.slot_count; id-- > 0;) {
-    const NvmSlotHeader& header = headers_[id];
-    if (header.is_free() || !header.valid()) free_slots_.push_back(static_cast<SlotId>(id));
+void NvmTier::load_headers() {
+  // 1. Each slot's current header. A torn update leaves the previous version, so a slot with
+  //    no intact version is corruption, not a crash: refuse it rather than lose its page.
+  mirror_.resize(layout_.slot_count);
+  for (std::uint64_t id = 0; id < layout_.slot_count; ++id) {
+    const auto slot = static_cast<SlotId>(id);
+    const std::optional<NvmSlotHeader> header = header_lines_[id].current(slot);
+    if (!header)
+      fail("{}: corrupt header of NVM slot {} (neither of its two versions is intact)",
+           device_->path(), id);
+    mirror_[id] = *header;
   }
+  // 2. The free list, lowest ids on top.
+  free_slots_.clear();
+  for (std::uint64_t id = layout_.slot_count; id-- > 0;)
+    if (mirror_[id].is_free()) free_slots_.push_back(static_cast<SlotId>(id));
+}
+
+bool NvmTier::header_valid(SlotId id) const {
+  assert(id < layout_.slot_count);
+  const std::optional<NvmSlotHeader> persisted = header_lines_[id].current(id);
+  return persisted && *persisted == mirror_[id];
+}
+
+NvmSlotHeader NvmTier::stage_header(SlotId id, PageId page_id, Lsn lsn, bool dirty_vs_ssd) {
+  assert(id < layout_.slot_count);
+  const NvmSlotHeader next{page_id, lsn, dirty_vs_ssd ? NvmSlotHeader::kDirtyVsSsd : 0u,
+                           mirror_[id].sequence + 1};
+  // The version that is not current: a crash tearing it leaves the current one.
+  NvmSlotHeaderVersion* target = &header_lines_[id].version_for(next.sequence);
+  const NvmSlotHeaderVersion version = NvmSlotHeaderVersion::make(id, next);
+  device_->write(reinterpret_cast<std::byte*>(target), &version, sizeof(version));
+  device_->flush(target, sizeof(version));
+  return next;
 }
 
 void NvmTier::write_header(SlotId id, PageId page_id, Lsn lsn, bool dirty_vs_ssd) {
-  assert(id < layout_.slot_count);
-  NvmSlotHeader* header = &headers_[id];
-  *header = NvmSlotHeader::make(page_id, lsn, dirty_vs_ssd);
-  device_->charge_write(reinterpret_cast<const std::byte*>(header), sizeof(NvmSlotHeader));
-  device_->persist(header, sizeof(NvmSlotHeader));
+  const NvmSlotHeader next = stage_header(id, page_id, lsn, dirty_vs_ssd);
+  device_->fence();
+  mirror_[id] = next;
 }
 
-void NvmTier::free_slot(SlotId id) {
-  assert(id < layout_.slot_count);
-  write_header(id, kInvalidPageId, 0, false);
-  free_slots_.push_back(id);
+void NvmTier::free_slots(std::span<const SlotId> ids) {
+  for (SlotId id : ids) stage_header(id, kInvalidPageId, 0, false);
+  device_->fence();
+  for (SlotId id : ids) {
+    mirror_[id] = NvmSlotHeader{kInvalidPageId, 0, 0, mirror_[id].sequence + 1};
+    free_slots_.push_back(id);
+  }
 }
 
 }  // namespace tristore

@@ -1,7 +1,7 @@
 #pragma once
 // The NVM tier: fixed 16 KiB page slots in a mapped NVM file, their persisted headers, the
-// log area and the engine's metadata area. Slot allocation is volatile; open() rebuilds it
-// by scanning the headers.
+// log area and the engine's metadata area. Slot allocation and a DRAM mirror of the headers
+// are volatile; open() rebuilds both by scanning the persisted headers.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -46,9 +46,12 @@ class NvmTier {
     return static_cast<SlotId>((static_cast<const std::byte*>(p) - slots_) / kPageSize);
   }
 
-  const NvmSlotHeader& header(SlotId id) const { return headers_[id]; }
-  bool header_valid(SlotId id) const { return headers_[id].valid(); }
-  // Writes and persists (flush + fence) the header, checksum included.
+  // The slot's current header, from the DRAM mirror: no NVM access, no checksum.
+  const NvmSlotHeader& header(SlotId id) const { return mirror_[id]; }
+  // Whether the persisted line's current version is intact and says what header(id) says
+  // (tests, tools: it reads NVM and recomputes checksums).
+  bool header_valid(SlotId id) const;
+  // Writes the slot's next header version and persists it (flush + fence): atomic.
   void write_header(SlotId id, PageId page_id, Lsn lsn, bool dirty_vs_ssd);
 
   std::optional<SlotId> allocate_slot() {
@@ -57,8 +60,10 @@ class NvmTier {
     free_slots_.pop_back();
     return id;
   }
-  // Persists page_id = invalid and returns the slot to the free list.
-  void free_slot(SlotId id);
+  // Persists the slot as free and returns it to the free list.
+  void free_slot(SlotId id) { free_slots({&id, 1}); }
+  // The same for many slots, with one fence.
+  void free_slots(std::span<const SlotId> ids);
 
   std::span<std::byte> log_area() const { return {base() + layout_.log_offset, layout_.log_bytes}; }
   // 2 KiB for the engine; persist it via device().persist.
@@ -72,12 +77,15 @@ class NvmTier {
  private:
   NvmTier(std::unique_ptr<NvmDevice> device, const NvmLayout& layout, std::uint64_t database_id);
   std::byte* base() const { return device_->base(); }
-  void rebuild_free_list();
+  void load_headers();
+  // Writes and flushes the slot's next header version, not fenced; returns it for the mirror.
+  NvmSlotHeader stage_header(SlotId id, PageId page_id, Lsn lsn, bool dirty_vs_ssd);
 
   std::unique_ptr<NvmDevice> device_;
   NvmLayout layout_;
   std::uint64_t database_id_;
-  NvmSlotHeader* headers_;
+  NvmSlotHeaderLine* header_lines_;
+  std::vector<NvmSlotHeader> mirror_;  // the current version of every slot's header
   std::byte* slots_;
   std::byte* slots_end_;
   std::vector<SlotId> free_slots_;  // a stack; lowest ids on top after a rebuild

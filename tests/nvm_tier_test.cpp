@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "common/error.hpp"
 
@@ -159,19 +161,110 @@ TEST_F(NvmTierTest, WriteHeaderPersistsAndCountsTheLine) {
   EXPECT_EQ((tier->device().counters() - before).nvm_lines_written, 1u);
 }
 
-TEST_F(NvmTierTest, TornHeaderIsInvalidAndItsSlotIsFreeAfterReopen) {
-  std::uint64_t headers_offset = 0;
+TEST_F(NvmTierTest, HeaderWritesAlternateBetweenTheLinesTwoVersions) {
+  auto tier = NvmTier::create(options());
+  const auto* line = reinterpret_cast<const NvmSlotHeaderLine*>(tier->device().base() +
+                                                                tier->layout().headers_offset);
+  const NvmSlotHeaderVersion previous = line->versions[0];
+  tier->write_header(0, 5, 50, true);  // a fresh slot's current version is sequence 1, place 1
+  EXPECT_EQ(line->versions[0].page_id, 5u);
+  EXPECT_EQ(line->versions[0].sequence, 2u);
+  EXPECT_EQ(line->versions[1].page_id, kInvalidPageId) << "the current version is not touched";
+  tier->write_header(0, 6, 60, false);
+  EXPECT_EQ(line->versions[1].page_id, 6u);
+  EXPECT_EQ(line->versions[0].page_id, 5u);
+  EXPECT_NE(std::memcmp(&line->versions[0], &previous, sizeof(previous)), 0);
+  EXPECT_EQ(tier->header(0).page_id, 6u);
+  EXPECT_EQ(tier->header(0).sequence, 3u);
+  EXPECT_TRUE(tier->header_valid(0));
+}
+
+TEST_F(NvmTierTest, HeaderMirrorIsWhatTheFileSaysAfterReopen) {
+  std::vector<NvmSlotHeader> written;
   {
     auto tier = NvmTier::create(options(7));
-    headers_offset = tier->layout().headers_offset;
-    tier->write_header(*tier->allocate_slot(), 123, 5, true);
-    EXPECT_EQ(tier->slots_in_use(), 1u);
+    for (SlotId id = 0; id < 10; ++id) {
+      for (std::uint32_t round = 0; round <= id; ++round)
+        tier->write_header(id, 100 + id + round, round, round % 2 == 0);
+      written.push_back(tier->header(id));
+    }
   }
-  const std::uint64_t torn_lsn = 6;  // a new LSN without the matching checksum
-  patch_file(headers_offset + offsetof(NvmSlotHeader, lsn), &torn_lsn, 8);
   auto tier = NvmTier::open(open_options(7));
-  EXPECT_FALSE(tier->header_valid(0));
+  for (SlotId id = 0; id < 10; ++id) {
+    EXPECT_EQ(tier->header(id), written[id]) << "slot " << id;
+    EXPECT_TRUE(tier->header_valid(id));
+  }
+}
+
+TEST_F(NvmTierTest, ScribbleOverTheCurrentVersionMakesHeaderValidFalse) {
+  auto tier = NvmTier::create(options());
+  tier->write_header(3, 33, 1, true);
+  EXPECT_TRUE(tier->header_valid(3));
+  auto* line =
+      reinterpret_cast<NvmSlotHeaderLine*>(tier->device().base() + tier->layout().headers_offset) +
+      3;
+  line->versions[NvmSlotHeaderLine::place_of(tier->header(3).sequence)].lsn = 2;
+  EXPECT_FALSE(tier->header_valid(3));
+  EXPECT_EQ(tier->header(3).page_id, 33u) << "the DRAM mirror is unaffected";
+}
+
+TEST_F(NvmTierTest, CorruptCurrentVersionOpensAsThePreviousVersion) {
+  std::uint64_t current_version_offset = 0;
+  {
+    auto tier = NvmTier::create(options(7));
+    const SlotId id = *tier->allocate_slot();
+    tier->write_header(id, 123, 5, true);
+    tier->write_header(id, 123, 6, false);
+    current_version_offset =
+        tier->layout().headers_offset + id * sizeof(NvmSlotHeaderLine) +
+        NvmSlotHeaderLine::place_of(tier->header(id).sequence) * sizeof(NvmSlotHeaderVersion);
+  }
+  // What a torn write of the newest version looks like: a new LSN without its checksum.
+  const std::uint64_t torn_lsn = 7;
+  patch_file(current_version_offset + offsetof(NvmSlotHeaderVersion, lsn), &torn_lsn, 8);
+  auto tier = NvmTier::open(open_options(7));
+  EXPECT_EQ(tier->header(0).page_id, 123u);
+  EXPECT_EQ(tier->header(0).lsn, 5u);
+  EXPECT_TRUE(tier->header(0).dirty_vs_ssd());
+  EXPECT_EQ(tier->slots_in_use(), 1u);
+}
+
+TEST_F(NvmTierTest, HeaderWithNoIntactVersionIsAnError) {
+  std::uint64_t line_offset = 0;
+  {
+    auto tier = NvmTier::create(options(7));
+    tier->write_header(2, 9, 9, true);
+    line_offset = tier->layout().headers_offset + 2 * sizeof(NvmSlotHeaderLine);
+  }
+  for (std::size_t place = 0; place < 2; ++place) {
+    const std::uint64_t bad = 0xbad;
+    patch_file(line_offset + place * sizeof(NvmSlotHeaderVersion) +
+                   offsetof(NvmSlotHeaderVersion, page_id),
+               &bad, 8);
+  }
+  expect_open_error("corrupt header of NVM slot 2");
+}
+
+TEST_F(NvmTierTest, HeaderLineOfAnotherSlotIsNotValidHere) {
+  const NvmSlotHeaderLine line = NvmSlotHeaderLine::free_slot(4);
+  EXPECT_TRUE(line.current(4).has_value());
+  EXPECT_FALSE(line.current(5).has_value());
+}
+
+TEST_F(NvmTierTest, FreeSlotsPersistsEveryHeaderWithOneFence) {
+  NvmTierOptions o = options(7);
+  o.device.crash_simulation = true;
+  auto tier = NvmTier::create(o);
+  std::vector<SlotId> ids;
+  for (int i = 0; i < 5; ++i) {
+    ids.push_back(*tier->allocate_slot());
+    tier->write_header(ids.back(), 10 + i, 1, true);
+  }
+  const std::uint64_t fences = tier->device().crash_simulator()->fences();
+  tier->free_slots(ids);
+  EXPECT_EQ(tier->device().crash_simulator()->fences() - fences, 1u);
   EXPECT_EQ(tier->slots_in_use(), 0u);
+  for (SlotId id : ids) EXPECT_TRUE(tier->header(id).is_free());
 }
 
 TEST_F(NvmTierTest, TooSmallForOneSlotIsAnError) {
@@ -231,6 +324,20 @@ TEST_F(NvmTierTest, OpeningAnUnsupportedVersionIsAnError) {
   superblock.checksum = superblock.compute_checksum();
   patch_file(0, &superblock, sizeof(superblock));
   expect_open_error("version 99");
+}
+
+TEST_F(NvmTierTest, OpeningAFileOfTheOldOneVersionHeaderFormatIsAnErrorNamingTheVersion) {
+  NvmTier::create(options());
+  NvmSuperblock superblock{};
+  {
+    std::ifstream file(path_, std::ios::binary);
+    file.read(reinterpret_cast<char*>(&superblock), sizeof(superblock));
+  }
+  ASSERT_EQ(superblock.format_version, 2u);
+  superblock.format_version = 1;  // one header version per line, rewritten in place
+  superblock.checksum = superblock.compute_checksum();
+  patch_file(0, &superblock, sizeof(superblock));
+  expect_open_error("NVM format version 1 is not supported (expected 2)");
 }
 
 TEST_F(NvmTierTest, OpeningARandomFileIsAnError) {

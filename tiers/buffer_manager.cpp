@@ -24,6 +24,12 @@ BufferManagerOptions normalised(BufferManagerOptions options) {
   return options;
 }
 
+std::size_t nvm_eviction_batch(const BufferManagerOptions& options) {
+  if (options.nvm == nullptr) return 0;
+  if (options.nvm_eviction_batch != 0) return options.nvm_eviction_batch;
+  return std::max<std::size_t>(1, std::min<std::size_t>(32, options.nvm->slot_count() / 8));
+}
+
 std::size_t admission_capacity(const BufferManagerOptions& options) {
   if (options.nvm == nullptr || options.ssd == nullptr) return 0;
   return options.admission_set_size != 0 ? options.admission_set_size : options.nvm->slot_count();
@@ -60,22 +66,33 @@ BufferManager::BufferManager(const BufferManagerOptions& options)
       swizzling_(options_.swizzling),
       pool_(options_.dram_bytes),
       page_table_(nvm_ != nullptr ? nvm_->slots_in_use() : 0),
-      admission_set_(admission_capacity(options_)) {
+      admission_set_(admission_capacity(options_)),
+      nvm_eviction_batch_(nvm_eviction_batch(options_)) {
   if (nvm_ == nullptr) return;
-  // Restart: every valid, occupied slot header names a page that lives in NVM.
+  nvm_victims_.reserve(nvm_eviction_batch_);
+  // Restart: every occupied slot header names a page that lives in NVM (NvmTier::open has
+  // already picked each header's intact version).
   nvm_referenced_.assign(nvm_->slot_count(), 0);
+  std::vector<SlotId> stale;
   for (SlotId slot = 0; slot < nvm_->slot_count(); ++slot) {
-    if (!nvm_->header_valid(slot) || nvm_->header(slot).is_free()) continue;
-    const PageId page_id = nvm_->header(slot).page_id;
-    if (ssd_ == nullptr && page_id != slot)
+    const NvmSlotHeader& header = nvm_->header(slot);
+    if (header.is_free()) continue;
+    if (ssd_ == nullptr && header.page_id != slot)
       fail("NVM slot {} holds page {}: a basic-nvm page must live in the slot of its id", slot,
-           page_id);
-    // Never two slots for one page in normal operation; should a crash leave two, the newer wins.
-    if (void** other = page_table_.find(page_id)) {
-      if (nvm_->header(nvm_->slot_of(*other)).lsn >= nvm_->header(slot).lsn) continue;
+           header.page_id);
+    // Never two slots for one page in normal operation; should there be two, the newer wins
+    // and the older slot is freed (the clock would never pick it).
+    if (void** other = page_table_.find(header.page_id)) {
+      const SlotId other_slot = nvm_->slot_of(*other);
+      if (nvm_->header(other_slot).lsn >= header.lsn) {
+        stale.push_back(slot);
+        continue;
+      }
+      stale.push_back(other_slot);
     }
-    page_table_.insert_or_assign(page_id, nvm_->slot(slot));
+    page_table_.insert_or_assign(header.page_id, nvm_->slot(slot));
   }
+  if (!stale.empty()) nvm_->free_slots(stale);
 }
 
 BufferManager::Guard BufferManager::allocate_page() {
@@ -665,16 +682,22 @@ bool BufferManager::should_admit(PageId page_id) {
 
 std::optional<SlotId> BufferManager::take_nvm_slot() {
   std::optional<SlotId> slot = nvm_->allocate_slot();
-  if (!slot && evict_one_nvm_page()) slot = nvm_->allocate_slot();
+  if (!slot && evict_nvm_pages(nvm_eviction_batch_) > 0) slot = nvm_->allocate_slot();
   return slot;
 }
 
-bool BufferManager::evict_one_nvm_page() {
-  // Transition 6: clock over slots, skipping pages that are in DRAM now (their slot backs them).
-  if (nvm_ == nullptr || ssd_ == nullptr) return false;
+std::size_t BufferManager::evict_nvm_pages(std::size_t count) {
+  // Transition 6, for up to `count` pages at once.
+  if (nvm_ == nullptr || ssd_ == nullptr || count == 0) return 0;
+  // 1. Victims: clock over slots with second chance, skipping free slots, pages in DRAM now
+  //    (their slot backs them) and the slot being loaded. Back at the first victim, every
+  //    slot has been seen since: stop before picking one twice.
   const auto slots = static_cast<SlotId>(nvm_->slot_count());
-  for (std::size_t step = 0; step < 2 * std::size_t{slots} + 1; ++step) {
+  std::vector<SlotId>& victims = nvm_victims_;
+  victims.clear();
+  for (std::size_t step = 0; step < 2 * std::size_t{slots} + 1 && victims.size() < count; ++step) {
     const SlotId slot_id = nvm_hand_;
+    if (!victims.empty() && slot_id == victims.front()) break;
     nvm_hand_ = slot_id + 1 == slots ? 0 : slot_id + 1;
     const NvmSlotHeader& header = nvm_->header(slot_id);
     if (header.is_free() || slot_id == loading_slot_) continue;
@@ -684,17 +707,24 @@ bool BufferManager::evict_one_nvm_page() {
       nvm_referenced_[slot_id] = 0;
       continue;
     }
-    const PageId page_id = header.page_id;
-    if (header.dirty_vs_ssd()) {
-      nvm_device_->charge_read(nvm_->slot(slot_id), kPageSize);
-      ssd_->write(page_id, nvm_->slot(slot_id));
-    }
-    page_table_.erase(page_id);
-    nvm_->free_slot(slot_id);
-    ++counters_.nvm_evictions;
-    return true;
+    victims.push_back(slot_id);
   }
-  return false;
+  // 2. The pages SSD lacks go there, made durable by one sync before any slot is freed: an
+  //    NVM copy may hold changes older than the last checkpoint, which the log no longer has.
+  bool wrote = false;
+  for (const SlotId slot_id : victims) {
+    const NvmSlotHeader& header = nvm_->header(slot_id);
+    if (!header.dirty_vs_ssd()) continue;
+    nvm_device_->charge_read(nvm_->slot(slot_id), kPageSize);
+    ssd_->write(header.page_id, nvm_->slot(slot_id));
+    wrote = true;
+  }
+  if (wrote) ssd_->sync();
+  // 3. Only now the slots go (their headers persisted free, one fence for all).
+  for (const SlotId slot_id : victims) page_table_.erase(nvm_->header(slot_id).page_id);
+  nvm_->free_slots(victims);
+  counters_.nvm_evictions += victims.size();
+  return victims.size();
 }
 
 void BufferManager::flush_all() {

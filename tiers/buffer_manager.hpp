@@ -62,6 +62,9 @@ struct BufferManagerOptions {
   // The write-ahead rule: called with the page's LSN before a DRAM page is written to NVM or
   // SSD (~Lsn{0} when line 0 is not resident); it must make the log durable up to there.
   std::function<void(Lsn)> before_write_back = {};
+  // NVM pages evicted per round when NVM is full; their SSD writes share one sync, which must
+  // come before their slots are freed. 0: min(32, slots / 8), at least 1.
+  std::uint32_t nvm_eviction_batch = 0;
 };
 
 // Admission detail beyond common/counters.hpp, to measure the free-slot policy.
@@ -113,7 +116,9 @@ class BufferManager {
   void write_back_all();
   // Forced replacement steps (tests, tools): false when nothing could be evicted.
   bool evict_one_dram_frame() { return evict_for(Need::kAnything); }
-  bool evict_one_nvm_page();
+  bool evict_one_nvm_page() { return evict_nvm_pages(1) == 1; }
+  // Up to `count` NVM pages to SSD (one sync), their slots freed; returns how many.
+  std::size_t evict_nvm_pages(std::size_t count);
 
   // The buffer manager's own counters plus the NVM device's and the SSD file's.
   Counters counters() const;
@@ -194,6 +199,8 @@ class BufferManager {
   std::size_t dram_hand_ = 0;
   SlotId nvm_hand_ = 0;
   SlotId loading_slot_ = ~SlotId{0};  // the slot being loaded into DRAM: not an NVM victim
+  std::size_t nvm_eviction_batch_ = 0;
+  std::vector<SlotId> nvm_victims_;  // reused by evict_nvm_pages
 
   Counters counters_;
   AdmissionStats admission_stats_;

@@ -7,6 +7,7 @@
 #include "common/page_format.hpp"
 #include "engine/database_over.hpp"
 #include "engine/storage_files.hpp"
+#include "ssd/ssd_crash_simulator.hpp"
 #include "tiers/buffer_manager.hpp"
 #include "tiers/frame_pool.hpp"
 
@@ -41,6 +42,9 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
   bool nvm_is_pmem() const override { return nvm_ && nvm_->device().is_pmem(); }
   CrashSimulator* nvm_crash_simulator() override {
     return (nvm_ ? *nvm_ : *log_tier_).device().crash_simulator();
+  }
+  SsdCrashSimulator* ssd_crash_simulator() override {
+    return ssd_ ? ssd_->crash_simulator() : nullptr;
   }
   MemoryUsage memory_usage() const override {
     BufferMemoryUsage usage = manager_->memory_usage();
@@ -129,6 +133,10 @@ std::unique_ptr<Database> open_buffered_database(const Config& config) {
   NvmTier& log_home = uses_nvm ? *nvm : *log_tier;
   std::unique_ptr<SsdPageFile> ssd =
       uses_ssd ? open_ssd_file(config, log_home.database_id()) : nullptr;
+  // One machine: when the NVM crash simulator's armed fence fires, the SSD stops too.
+  CrashSimulator* nvm_crash = log_home.device().crash_simulator();
+  if (SsdCrashSimulator* ssd_crash = ssd ? ssd->crash_simulator() : nullptr; ssd_crash && nvm_crash)
+    ssd_crash->set_machine_down_check([nvm_crash] { return nvm_crash->crashed(); });
   // 3. The log: new, or opened (its end found) for restart.
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<LogManager> log = config.create

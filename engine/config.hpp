@@ -35,6 +35,8 @@ struct Config {
   std::uint64_t admission_set_size = 0;  // 0: the default (see tiers/admission_set.hpp)
   bool nvm_wear_counting = false;        // count writes per NVM cache line (Database::nvm_wear)
   bool nvm_crash_simulation = false;     // tests: Database::nvm_crash_simulator()
+  bool ssd_crash_simulation = false;     // tests: Database::ssd_crash_simulator(), frozen
+                                         // when the NVM crash simulator's armed fence fires
   bool create = true;                    // true: create fresh files; false: open existing ones
 };
 

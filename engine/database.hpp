@@ -42,6 +42,7 @@ class OperationLog;
 class TransactionManager;
 class Transaction;
 class CrashSimulator;
+class SsdCrashSimulator;
 struct RestartReport;
 
 // The page-access policy an open database runs on; tables instantiate the B-tree for it. The
@@ -82,6 +83,9 @@ class Database {
   virtual bool nvm_is_pmem() const { return false; }
   // The NVM file's crash simulator (crash tests); nullptr without Config::nvm_crash_simulation.
   virtual CrashSimulator* nvm_crash_simulator() { return nullptr; }
+  // The SSD file's crash simulator; nullptr without an SSD or Config::ssd_crash_simulation.
+  // With both simulators on, the SSD one freezes when the NVM one's armed fence fires.
+  virtual SsdCrashSimulator* ssd_crash_simulator() { return nullptr; }
 
   template <TableKey K, TableValue V>
   Table<K, V> create_table(std::string_view name);  // Error if it exists

@@ -65,6 +65,7 @@ std::unique_ptr<SsdPageFile> open_ssd_file(const Config& config, std::uint64_t d
   options.size_bytes = config.create ? config.ssd_bytes : 0;
   options.create = config.create;
   options.database_id = database_id;
+  options.crash_simulation = config.ssd_crash_simulation;
   return config.create ? SsdPageFile::create(options) : SsdPageFile::open(options);
 }
 

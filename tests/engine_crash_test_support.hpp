@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -144,6 +145,33 @@ inline bool same(const Model& a, const Model& b) {
     if (ia->first != ib->first || std::memcmp(&ia->second, &ib->second, sizeof(Row)) != 0)
       return false;
   return true;
+}
+
+// What differs between two models, for failure messages: counts and the first few keys.
+inline std::string describe_difference(const Model& expected, const Model& seen) {
+  std::string missing, extra, changed;
+  std::size_t missing_count = 0, extra_count = 0, changed_count = 0;
+  auto note = [](std::string& list, std::size_t& count, std::uint64_t key, std::uint64_t version) {
+    if (count++ < 5) list += " " + std::to_string(key) + "@v" + std::to_string(version);
+  };
+  for (const auto& [key, row] : expected) {
+    auto it = seen.find(key);
+    if (it == seen.end())
+      note(missing, missing_count, key, row.version);
+    else if (std::memcmp(&it->second, &row, sizeof(Row)) != 0)
+      note(changed, changed_count, key, it->second.version);
+  }
+  for (const auto& [key, row] : seen)
+    if (!expected.contains(key)) note(extra, extra_count, key, row.version);
+  return std::to_string(missing_count) + " missing [" + missing + " ], " +
+         std::to_string(extra_count) + " extra [" + extra + " ], " + std::to_string(changed_count) +
+         " changed (seen version) [" + changed + " ]";
+}
+
+// TRISTORE_CRASH_SOAK=N multiplies the crash points of the crash-simulator tests (default 1).
+inline std::uint64_t crash_soak() {
+  const char* soak = std::getenv("TRISTORE_CRASH_SOAK");
+  return soak != nullptr ? std::max(1, std::atoi(soak)) : 1;
 }
 
 // Runs transaction i of a run; returns after commit or abort.

@@ -80,8 +80,13 @@ BenchFlags::BenchFlags(CLI::App& app) {
   app.add_flag("--wear", o.config.nvm_wear_counting,
                "count writes per NVM cache line; the JSON gets their distribution");
   app.add_flag("--restart", o.restart,
-               "after the run: crash without flushing, reopen, time recovery and the way back to "
-               "the throughput before (YCSB)");
+               "paper Fig. 17: kill -9 the process running the workload after --seconds, reopen, "
+               "time recovery, run the same workload again; throughput sampled throughout");
+  app.add_option("--restart-seconds", o.restart_seconds,
+                 "--restart: how long the workload runs after the restart (0: --seconds)")
+      ->capture_default_str();
+  app.add_option("--sample-ms", sample_ms_, "--restart: throughput sampling interval")
+      ->capture_default_str();
   app.add_option("--json", o.json_path, "write the result as JSON to this file");
   app.add_flag("--quiet", quiet_, "no progress lines");
 }
@@ -114,6 +119,7 @@ BenchOptions BenchFlags::finish() const {
   o.config.mini_pages = !no_mini_pages_;
   o.config.swizzling = !no_swizzling_;
   o.progress = !quiet_;
+  o.sample_seconds = sample_ms_ / 1000;
 
   // 2. Files: per-process defaults, removed afterwards; named files are the user's to keep.
   const auto pid = static_cast<long>(::getpid());

@@ -30,6 +30,7 @@ class BenchFlags {
   bool no_mini_pages_ = false;
   bool no_swizzling_ = false;
   bool quiet_ = false;
+  double sample_ms_ = 100;
   CLI::Option* seconds_option_ = nullptr;
 };
 

@@ -64,7 +64,20 @@ void validate(const BenchOptions& options) {
   if (!(options.warmup_seconds >= 0) || !std::isfinite(options.warmup_seconds))
     fail("--warmup must be a non-negative number of seconds, not {}", options.warmup_seconds);
 
-  // 2. Budgets the architecture needs.
+  // 2. A restart run (paper Figure 17) crashes a durable database after a timed phase.
+  if (options.restart) {
+    if (arch == Architecture::kMainMemory)
+      fail("--restart: main-memory is volatile, there is nothing to restart from");
+    if (options.ops != 0) fail("--restart runs for --seconds, not --ops");
+    if (config.nvm_wear_counting) fail("--restart and --wear cannot be combined");
+    if (!(options.restart_seconds >= 0) || !std::isfinite(options.restart_seconds))
+      fail("--restart-seconds must be a non-negative number of seconds, not {}",
+           options.restart_seconds);
+    if (!(options.sample_seconds >= 0.001 && options.sample_seconds <= 1))
+      fail("--sample-ms must lie in [1, 1000], not {}", options.sample_seconds * 1000);
+  }
+
+  // 3. Budgets the architecture needs.
   if (uses_dram(arch) && config.dram_bytes == 0)
     fail("--dram 0: {} needs a DRAM budget", architecture_name(arch));
   if (uses_nvm(arch) && config.nvm_bytes == 0)
@@ -75,7 +88,7 @@ void validate(const BenchOptions& options) {
       (!config.cache_line_grained || !config.mini_pages || !config.swizzling))
     fail("--no-cl-grained, --no-mini-pages and --no-swizzling apply to --arch 3tier only");
 
-  // 3. The workload's own settings.
+  // 4. The workload's own settings.
   if (options.workload == WorkloadKind::kTpcc) {
     if (options.warehouses == 0) fail("--warehouses must be at least 1");
     if (options.ycsb.micro) fail("--micro applies to the YCSB workloads only");
@@ -94,7 +107,7 @@ void validate(const BenchOptions& options) {
     fail("--fill-factor must lie in (0, 1], not {}", ycsb.fill_factor);
   if (ycsb.max_scan_length == 0) fail("--scan-length must be at least 1");
 
-  // 4. The data must fit the tier that holds it.
+  // 5. The data must fit the tier that holds it.
   check_data_fits(options, estimated_tree_bytes(ycsb.records, ycsb_key_bytes(ycsb),
                                                 ycsb_value_bytes(ycsb), ycsb.fill_factor));
 }

@@ -22,8 +22,12 @@ struct BenchOptions {
   std::uint64_t ops = 0;  // non-zero: the measured phase runs exactly this many operations
   std::string json_path;  // empty: no JSON file
   bool progress = true;
-  // After the measured phase: crash (no flush), reopen, time recovery (workloads/bench_restart).
+  // Paper Figure 17 (workloads/bench_restart.hpp): a worker process runs the workload and is
+  // killed with SIGKILL after the measured phase; the database is reopened and the same
+  // workload runs restart_seconds more, throughput sampled every sample_seconds throughout.
   bool restart = false;
+  double restart_seconds = 0;  // 0: as long as the measured phase
+  double sample_seconds = 0.1;
   // Files the driver named itself (per process, so parallel runs do not collide); it removes
   // them when the run ends.
   bool remove_nvm_file = false;

@@ -54,7 +54,13 @@ nlohmann::json config_json(const BenchOptions& options) {
       {"seconds", options.ops == 0 ? options.seconds : 0.0},
       {"ops", options.ops},
       {"seed", options.ycsb.seed},
+      {"restart", options.restart},
   };
+  if (options.restart) {
+    json["restart_seconds"] =
+        options.restart_seconds > 0 ? options.restart_seconds : options.seconds;
+    json["sample_seconds"] = options.sample_seconds;
+  }
   if (options.workload == WorkloadKind::kTpcc) {
     json["warehouses"] = options.warehouses;
     return json;

@@ -1,97 +1,290 @@
 #include "workloads/bench_restart.hpp"
 
-#include <chrono>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "common/error.hpp"
 #include "engine/database.hpp"
 #include "engine/restart_report.hpp"
-#include "engine/table.hpp"
-#include "workloads/key_chooser.hpp"
-#include "workloads/random.hpp"
-#include "workloads/ycsb_record.hpp"
+#include "workloads/bench_phase.hpp"
+#include "workloads/bench_report.hpp"
+#include "workloads/bench_restart_child.hpp"
+#include "workloads/bench_restart_sampler.hpp"
+#include "workloads/bench_restart_workload.hpp"
 
 namespace tristore {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_between(Clock::time_point from, Clock::time_point to) {
+double seconds_between(SteadyClock::time_point from, SteadyClock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
 }
 
-// Lookups of one random field (ycsb-ro's operation) in intervals of `interval` seconds, for
-// at most options.seconds, until an interval reaches target_ops_s.
-template <typename Key, typename Value>
-nlohmann::json lookups_until(Database& db, const BenchOptions& options, double target_ops_s,
-                             Clock::time_point reopened) {
-  constexpr double kInterval = 0.1;
-  auto table = db.open_table<Key, Value>("usertable");  // runs the losers' undo first
-  const double undone = seconds_between(reopened, Clock::now());
-  const KeyChooser keys(options.ycsb.distribution, options.ycsb.records, options.ycsb.zipf_theta,
-                        options.ycsb.seed);
-  Random random(options.ycsb.seed ^ 0x7e57a27ULL);
+// One sampling interval, from either process; counters absolute at its end.
+struct Interval {
+  SteadyClock::time_point end;
+  double seconds = 0;
+  std::uint64_t ops = 0;
+  nlohmann::json counters;
+
+  double ops_s() const { return seconds > 0 ? static_cast<double>(ops) / seconds : 0.0; }
+};
+
+Interval interval_from_message(const nlohmann::json& message) {
+  return {from_nanoseconds(message.at("t_ns").get<std::int64_t>()),
+          message.at("seconds").get<double>(), message.at("ops").get<std::uint64_t>(),
+          message.at("counters")};
+}
+
+Interval interval_from_sample(const ThroughputSample& sample) {
+  return {sample.end, sample.seconds, sample.ops, counters_json(sample.counters)};
+}
+
+// The counters that show where pages come from after the restart (NVM or SSD).
+constexpr std::array<const char*, 4> kSeriesCounters{"nvm_lines_read", "nvm_lines_written",
+                                                     "ssd_pages_read", "ssd_pages_written"};
+
+std::uint64_t counter_delta(const nlohmann::json& from, const nlohmann::json& to,
+                            const char* name) {
+  return to.at(name).get<std::uint64_t>() - from.at(name).get<std::uint64_t>();
+}
+
+nlohmann::json counters_delta(const nlohmann::json& from, const nlohmann::json& to) {
+  nlohmann::json delta = nlohmann::json::object();
+  for (const auto& [name, value] : to.items())
+    delta[name] = value.get<std::uint64_t>() - from.at(name).get<std::uint64_t>();
+  return delta;
+}
+
+// The series on the figure's time axis: t_s is the interval's end, 0 = the kill.
+nlohmann::json series_json(const std::vector<Interval>& intervals,
+                           const nlohmann::json& counters_at_start, SteadyClock::time_point crash) {
   nlohmann::json series = nlohmann::json::array();
-  double reached = -1;
-  const auto start = Clock::now();
-  while (seconds_between(start, Clock::now()) < options.seconds && reached < 0) {
-    const auto interval_start = Clock::now();
-    std::uint64_t ops = 0;
-    while (seconds_between(interval_start, Clock::now()) < kInterval) {
-      for (int batch = 0; batch < 64; ++batch, ++ops) {
-        const std::uint64_t key = keys.next(random);
-        if constexpr (sizeof(Value) == sizeof(YcsbRow)) {
-          char field[kYcsbFieldSize];
-          const std::size_t which = random.next_below(kYcsbFieldCount);
-          if (!table.get_part(static_cast<Key>(key), which * kYcsbFieldSize, kYcsbFieldSize, field))
-            fail("restart: record {} is missing after recovery", key);
-        } else {
-          Value value;
-          if (!table.get(static_cast<Key>(key), value))
-            fail("restart: record {} is missing after recovery", key);
-        }
-      }
-    }
-    const auto now = Clock::now();
-    const double ops_s = static_cast<double>(ops) / seconds_between(interval_start, now);
-    series.push_back({{"seconds_since_reopen", seconds_between(reopened, now)}, {"ops_s", ops_s}});
-    if (ops_s >= target_ops_s) reached = seconds_between(reopened, now);
+  const nlohmann::json* previous = &counters_at_start;
+  for (const Interval& interval : intervals) {
+    nlohmann::json point = {{"t_s", seconds_between(crash, interval.end)},
+                            {"seconds", interval.seconds},
+                            {"ops", interval.ops},
+                            {"ops_s", interval.ops_s()}};
+    for (const char* name : kSeriesCounters)
+      point[name] = counter_delta(*previous, interval.counters, name);
+    series.push_back(std::move(point));
+    previous = &interval.counters;
   }
-  return {{"table_open_seconds", undone},
-          {"throughput_series", series},
-          {"seconds_to_pre_restart_throughput", reached >= 0 ? nlohmann::json(reached) : nullptr}};
+  return series;
+}
+
+struct Totals {
+  double seconds = 0;
+  std::uint64_t ops = 0;
+  double ops_s() const { return seconds > 0 ? static_cast<double>(ops) / seconds : 0.0; }
+};
+
+Totals totals_of(const std::vector<Interval>& intervals, std::size_t first = 0) {
+  Totals totals;
+  for (std::size_t i = first; i < intervals.size(); ++i) {
+    totals.seconds += intervals[i].seconds;
+    totals.ops += intervals[i].ops;
+  }
+  return totals;
+}
+
+// Spread of the interval rates around the mean: the noise the recovered threshold must clear.
+double coefficient_of_variation(const std::vector<Interval>& intervals, double mean) {
+  if (intervals.size() < 2 || mean <= 0) return 0;
+  double sum = 0;
+  for (const Interval& interval : intervals) sum += std::pow(interval.ops_s() - mean, 2);
+  return std::sqrt(sum / static_cast<double>(intervals.size() - 1)) / mean;
+}
+
+// Seconds from `from` to the end of the first interval at or above `rate`; null if none.
+nlohmann::json seconds_until_rate(const std::vector<Interval>& intervals, double rate,
+                                  SteadyClock::time_point from) {
+  for (const Interval& interval : intervals)
+    if (interval.ops_s() >= rate) return seconds_between(from, interval.end);
+  return nullptr;
+}
+
+// The same over the mean of the intervals that ended within `window` of each interval's end
+// (from the restart on): the first time a stretch of `window` reaches `rate`.
+nlohmann::json seconds_until_mean_rate(const std::vector<Interval>& intervals, double rate,
+                                       double window, SteadyClock::time_point from) {
+  std::size_t first = 0;
+  Totals totals;
+  for (const Interval& interval : intervals) {
+    totals.seconds += interval.seconds;
+    totals.ops += interval.ops;
+    while (seconds_between(intervals[first].end, interval.end) >= window) {
+      totals.seconds -= intervals[first].seconds;
+      totals.ops -= intervals[first].ops;
+      ++first;
+    }
+    if (totals.ops_s() >= rate) return seconds_between(from, interval.end);
+  }
+  return nullptr;
+}
+
+// One progress line per second of samples, on the figure's time axis.
+class SecondsPrinter {
+ public:
+  SecondsPrinter(const ProgressPrinter& progress, std::string_view phase)
+      : progress_(progress), phase_(phase) {}
+  void add(const Interval& interval, SteadyClock::time_point origin) {
+    seconds_ += interval.seconds;
+    ops_ += interval.ops;
+    if (seconds_ < 1) return;
+    progress_.message(fmt::format("{:>8} {:+7.1f}s {:>12.0f} ops/s", phase_,
+                                  seconds_between(origin, interval.end),
+                                  static_cast<double>(ops_) / seconds_));
+    seconds_ = 0;
+    ops_ = 0;
+  }
+
+ private:
+  const ProgressPrinter& progress_;
+  std::string_view phase_;
+  double seconds_ = 0;
+  std::uint64_t ops_ = 0;
+};
+
+nlohmann::json phases_json(const RestartReport& report) {
+  return {{"page_table_rebuild_seconds", report.page_table_rebuild_seconds},
+          {"log_open_seconds", report.log_open_seconds},
+          {"analysis_seconds", report.analysis_seconds},
+          {"redo_seconds", report.redo_seconds},
+          {"undo_seconds", report.undo_seconds}};
+}
+
+nlohmann::json recovery_work_json(const RestartReport& report) {
+  return {{"log_bytes_scanned", report.log_bytes_scanned},
+          {"redo_operations", report.redo_operations},
+          {"redo_entries_applied", report.redo_entries_applied},
+          {"before_images_restored", report.before_images_restored},
+          {"losers", report.losers},
+          {"undo_records_pending", report.undo_records_pending}};
 }
 
 }  // namespace
 
-nlohmann::json measure_restart(const BenchOptions& options, double pre_restart_ops_s) {
-  if (options.workload != WorkloadKind::kYcsb)
-    fail("--restart measures YCSB runs only (the lookups after the restart are ycsb-ro's)");
-  // 1. Reopen the files the crashed run left; restart runs inside open.
+nlohmann::json run_restart_bench(const BenchOptions& options) {
+  // 1. The run that crashes: a worker process loads, warms up and runs the workload.
+  const ProgressPrinter progress(options.progress);
+  const auto interval = std::chrono::duration_cast<SteadyClock::duration>(
+      std::chrono::duration<double>(options.sample_seconds));
+  CrashingChild worker(options, interval, progress);
+  const nlohmann::json ready = worker.next_message();
+  const SteadyClock::time_point measured_start =
+      from_nanoseconds(ready.at("t_ns").get<std::int64_t>());
+  std::vector<Interval> before;
+  SecondsPrinter before_printer(progress, "run");
+  for (double covered = 0; covered < options.seconds;) {
+    before.push_back(interval_from_message(worker.next_message()));
+    covered += before.back().seconds;
+    before_printer.add(before.back(), measured_start);
+  }
+
+  // 2. The crash: SIGKILL in the middle of an operation. Samples already in the pipe were
+  //    measured before it and count.
+  const pid_t worker_pid = worker.pid();
+  const SteadyClock::time_point crash = worker.kill();
+  for (const nlohmann::json& message : worker.drain())
+    before.push_back(interval_from_message(message));
+  progress.message(fmt::format("crash: worker process {} killed with SIGKILL", worker_pid));
+
+  // 3. Restart: reopen (page table, log, analysis, redo), then the tables (the losers' undo).
   Config config = options.config;
   config.create = false;
-  const auto reopened = Clock::now();
+  const SteadyClock::time_point reopen_start = SteadyClock::now();
   std::unique_ptr<Database> db = Database::open(config);
-  const double open_seconds = seconds_between(reopened, Clock::now());
-  const RestartReport& report = db->restart_report();
-  nlohmann::json result{{"open_seconds", open_seconds},
-                        {"page_table_rebuild_seconds", report.page_table_rebuild_seconds},
-                        {"log_open_seconds", report.log_open_seconds},
-                        {"analysis_seconds", report.analysis_seconds},
-                        {"redo_seconds", report.redo_seconds},
-                        {"log_bytes_scanned", report.log_bytes_scanned},
-                        {"redo_operations", report.redo_operations},
-                        {"losers", report.losers},
-                        {"pre_restart_throughput_ops_s", pre_restart_ops_s}};
-  // 2. Back to work: lookups until the throughput before the crash is reached again.
-  nlohmann::json after =
-      options.ycsb.micro
-          ? lookups_until<YcsbMicroKey, YcsbMicroValue>(*db, options, pre_restart_ops_s, reopened)
-          : lookups_until<YcsbKey, YcsbRow>(*db, options, pre_restart_ops_s, reopened);
-  result.update(after);
-  result["undo_seconds"] = db->restart_report().undo_seconds;
+  const SteadyClock::time_point reopened = SteadyClock::now();
+  std::unique_ptr<RestartWorkload> workload = RestartWorkload::reopen(*db, options);
+  const SteadyClock::time_point tables_open = SteadyClock::now();
+  const RestartReport report = db->restart_report();
+  if (!report.performed) fail("--restart: reopening did not run restart");
+  progress.message(fmt::format("restart: reopened in {:.1f} ms, tables open after {:.1f} ms",
+                               seconds_between(reopen_start, reopened) * 1e3,
+                               seconds_between(reopen_start, tables_open) * 1e3));
+
+  // 4. The same workload again, sampled the same way, then the recovered data checked.
+  const double restart_seconds =
+      options.restart_seconds > 0 ? options.restart_seconds : options.seconds;
+  const nlohmann::json counters_after_open = counters_json(db->counters());
+  std::vector<Interval> after;
+  SecondsPrinter after_printer(progress, "restart");
+  double covered_after = 0;
+  run_sampled(
+      *db, interval, [&workload] { workload->run_one(); },
+      [&](const ThroughputSample& sample) {
+        after.push_back(interval_from_sample(sample));
+        after_printer.add(after.back(), crash);
+        covered_after += sample.seconds;
+        return covered_after < restart_seconds;
+      });
+  const nlohmann::json check = workload->check();
+  const nlohmann::json counters_after = counters_json(db->counters());
+  workload.reset();
+  db.reset();
+
+  // 5. Describe it: the pre-crash run as the measured phase, then the restart.
+  const Totals pre = totals_of(before);
+  const double pre_rate = pre.ops_s();
+  const std::size_t pre_at_threshold = std::count_if(
+      before.begin(), before.end(),
+      [pre_rate](const Interval& i) { return i.ops_s() >= kRecoveredFraction * pre_rate; });
+  const Totals post_tail = totals_of(after, after.size() / 2);
+  nlohmann::json result;
+  result["load"] = ready.at("load");
+  result["warmup"] = ready.at("warmup");
+  result["ops"] = pre.ops;
+  result["seconds"] = pre.seconds;
+  result["throughput_ops_s"] = pre_rate;
+  result["counters"] = counters_delta(ready.at("counters"), before.back().counters);
+  result["data_bytes"] = ready.at("data_bytes");
+  result["memory"] = ready.at("memory");
+  result["nvm_is_pmem"] = ready.at("nvm_is_pmem");
+  result["restart"] = {
+      {"crash",
+       {{"method", "sigkill"},
+        {"description",
+         "the worker process running the workload was killed with SIGKILL (kill -9) in the "
+         "middle of an operation: no flush, no close; the NVM and SSD files keep what had "
+         "reached them (a process crash: on tmpfs NVM this is not a power failure)"},
+        {"worker_pid", worker_pid},
+        {"power_failure_simulated", false}}},
+      {"sample_seconds", options.sample_seconds},
+      {"threshold_fraction", kRecoveredFraction},
+      {"pre_crash_throughput_ops_s", pre_rate},
+      {"pre_crash_interval_cv", coefficient_of_variation(before, pre_rate)},
+      {"pre_crash_intervals_at_threshold",
+       before.empty() ? 0.0 : static_cast<double>(pre_at_threshold) / before.size()},
+      {"crash_to_reopen_seconds", seconds_between(crash, reopen_start)},
+      {"reopen_seconds", seconds_between(reopen_start, reopened)},
+      {"table_open_seconds", seconds_between(reopened, tables_open)},
+      {"recovery_seconds", seconds_between(reopen_start, tables_open)},
+      {"phases", phases_json(report)},
+      {"recovery_work", recovery_work_json(report)},
+      {"seconds_to_threshold",
+       seconds_until_rate(after, kRecoveredFraction * pre_rate, reopen_start)},
+      {"smoothing_seconds", kSmoothingSeconds},
+      {"seconds_to_threshold_smoothed",
+       seconds_until_mean_rate(after, kRecoveredFraction * pre_rate, kSmoothingSeconds,
+                               reopen_start)},
+      {"seconds_to_half", seconds_until_rate(after, 0.5 * pre_rate, reopen_start)},
+      {"after_restart_throughput_ops_s", totals_of(after).ops_s()},
+      {"after_restart_second_half_ops_s", post_tail.ops_s()},
+      {"recovery_counters", counters_after_open},
+      {"after_restart_counters", counters_delta(counters_after_open, counters_after)},
+      {"check", check},
+      {"series",
+       {{"before_crash", series_json(before, ready.at("counters"), crash)},
+        {"after_restart", series_json(after, counters_after_open, crash)}}}};
   return result;
 }
 

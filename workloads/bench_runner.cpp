@@ -73,13 +73,19 @@ nlohmann::json run_bench(const BenchOptions& options) {
   // 1. Validate again: callers other than the command line build options by hand.
   validate(options);
 
-  // 2. Open the database on files the run owns.
+  // 2. Open the database on files the run owns; a restart run opens it in a worker process.
   const ProgressPrinter progress(options.progress);
   const DefaultFilesRemover remover(options);
   progress.message(fmt::format(
       "tristore-bench: {} on {} (dram {}, nvm {}, ssd {})", options.workload_name,
       architecture_name(options.config.architecture), format_size(options.config.dram_bytes),
       format_size(options.config.nvm_bytes), format_size(options.config.ssd_bytes)));
+  if (options.restart) {
+    nlohmann::json result = run_restart_bench(options);
+    result["config"] = config_json(options);
+    result["durable"] = true;
+    return result;
+  }
   std::unique_ptr<Database> db = Database::open(options.config);
 
   // 3. Load, warm up, measure; NVM wear (when counted) over the measured phase only.
@@ -98,14 +104,6 @@ nlohmann::json run_bench(const BenchOptions& options) {
   result["memory"]["peak_rss_bytes"] = peak_rss_bytes();
   result["durable"] = options.config.architecture != Architecture::kMainMemory;
   result["nvm_is_pmem"] = db->nvm_is_pmem();
-  if (options.restart) {
-    if (options.config.architecture == Architecture::kMainMemory)
-      fail("--restart: main-memory is volatile, there is nothing to restart from");
-    db->simulate_crash_on_close();
-    db.reset();
-    result["restart"] = measure_restart(options, result.at("throughput_ops_s").get<double>());
-    return result;
-  }
   db.reset();  // closes (and flushes) before the files are removed
   return result;
 }

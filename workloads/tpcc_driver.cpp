@@ -1,6 +1,7 @@
 #include "workloads/tpcc_driver.hpp"
 
 #include <chrono>
+#include <cstdint>
 
 #include "common/error.hpp"
 #include "workloads/tpcc_consistency.hpp"
@@ -48,6 +49,18 @@ Tpcc::Tpcc(tpcc::TpccTables tables, TpccOptions options)
       run_constants_(choose_run_constants(options_, load_constants_)),
       inputs_(options_.warehouses, run_constants_,
               tpcc::TpccRandom::derive(options_.seed, kInputs)) {}
+
+Tpcc Tpcc::reopen(Database& db, TpccOptions options) {
+  Tpcc tpcc(tpcc::TpccTables::open(db), options);
+  std::uint64_t next_history_sequence = 0;
+  tpcc.tables_.history.scan({0}, SIZE_MAX,
+                            [&](const tpcc::HistoryKey& key, const tpcc::HistoryRow&) {
+                              next_history_sequence = key.sequence + 1;
+                              return true;
+                            });
+  tpcc.transactions_.emplace(tpcc.tables_, next_history_sequence);
+  return tpcc;
+}
 
 tpcc::TpccLoadTotals Tpcc::load(const tpcc::TpccLoadProgress& progress) {
   if (transactions_) fail("tpcc: the database is already loaded");

@@ -50,6 +50,10 @@ class Tpcc {
   // Over tables the caller created.
   Tpcc(tpcc::TpccTables tables, TpccOptions options);
 
+  // Over the loaded tables of a reopened database (after a crash, opening them undoes the
+  // unfinished transactions): ready to run, history rows numbered after the last one present.
+  static Tpcc reopen(Database& db, TpccOptions options);
+
   // Populates the empty tables (clause 4.3); progress is called after each table.
   tpcc::TpccLoadTotals load(const tpcc::TpccLoadProgress& progress = {});
 

@@ -21,6 +21,8 @@ struct TpccTables {
 
   // Creates the tables, named "tpcc.<table>"; Error if any exists.
   static TpccTables create(Database& db);
+  // The tables of a reopened database; Error if any is missing.
+  static TpccTables open(Database& db);
 };
 
 }  // namespace tristore::tpcc

@@ -56,12 +56,14 @@ class YcsbRunner {
   using Key = typename Layout::Key;
   using Value = typename Layout::Value;
 
-  YcsbRunner(Database& db, const YcsbOptions& options)
+  // create: a new table (load() next); otherwise the existing one of a reopened database.
+  YcsbRunner(Database& db, const YcsbOptions& options, bool create = true)
       : db_(db),
         options_(options),
-        table_(db.create_table<Key, Value>("usertable")),
+        table_(create ? db.create_table<Key, Value>("usertable")
+                      : db.open_table<Key, Value>("usertable")),
         keys_(options.distribution, options.records, options.zipf_theta, options.seed),
-        random_(options.seed ^ 0x5eedULL) {}
+        random_(options.seed ^ (create ? 0x5eedULL : 0x5eed2ULL)) {}
 
   YcsbResult run(PhaseLimit warmup, PhaseLimit measured, const ProgressPrinter& progress,
                  const std::function<void()>& before_measured) {
@@ -81,14 +83,7 @@ class YcsbRunner {
     return result;
   }
 
- private:
-  struct Tallies {
-    std::uint64_t lookups = 0;
-    std::uint64_t updates = 0;
-    std::uint64_t scans = 0;
-    std::uint64_t scanned_records = 0;
-    std::uint64_t not_found = 0;
-  };
+  std::uint64_t not_found() const { return tallies_.not_found; }
 
   PhaseResult load(const ProgressPrinter& progress) {
     // 1. Bulk-load keys 0..records-1 in order at the configured fill factor.
@@ -136,6 +131,15 @@ class YcsbRunner {
         return;
     }
   }
+
+ private:
+  struct Tallies {
+    std::uint64_t lookups = 0;
+    std::uint64_t updates = 0;
+    std::uint64_t scans = 0;
+    std::uint64_t scanned_records = 0;
+    std::uint64_t not_found = 0;
+  };
 
   void lookup(std::uint64_t key) {
     ++tallies_.lookups;
@@ -196,6 +200,24 @@ class YcsbRunner {
   char field_buffer_[kYcsbFieldSize];
 };
 
+template <typename Layout>
+class YcsbSessionOver final : public YcsbSession {
+ public:
+  YcsbSessionOver(Database& db, const YcsbOptions& options, bool create)
+      : runner_(db, options, create) {}
+  PhaseResult load(const ProgressPrinter& progress) override { return runner_.load(progress); }
+  void run_one() override { runner_.one_operation(); }
+  std::uint64_t not_found() const override { return runner_.not_found(); }
+
+ private:
+  YcsbRunner<Layout> runner_;
+};
+
+std::unique_ptr<YcsbSession> make_session(Database& db, const YcsbOptions& options, bool create) {
+  if (options.micro) return std::make_unique<YcsbSessionOver<MicroOps>>(db, options, create);
+  return std::make_unique<YcsbSessionOver<FullRowOps>>(db, options, create);
+}
+
 }  // namespace
 
 std::string_view ycsb_kind_name(YcsbKind kind) {
@@ -224,6 +246,14 @@ YcsbResult run_ycsb(Database& db, const YcsbOptions& options, PhaseLimit warmup,
   if (options.micro)
     return YcsbRunner<MicroOps>(db, options).run(warmup, measured, progress, before_measured);
   return YcsbRunner<FullRowOps>(db, options).run(warmup, measured, progress, before_measured);
+}
+
+std::unique_ptr<YcsbSession> YcsbSession::create(Database& db, const YcsbOptions& options) {
+  return make_session(db, options, true);
+}
+
+std::unique_ptr<YcsbSession> YcsbSession::open(Database& db, const YcsbOptions& options) {
+  return make_session(db, options, false);
 }
 
 }  // namespace tristore

@@ -7,6 +7,7 @@
 // The micro mode uses 8-byte keys and values (section 5.5) and whole-value get/update.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string_view>
 
 #include "engine/database.hpp"
@@ -52,6 +53,19 @@ struct YcsbResult {
 YcsbResult run_ycsb(Database& db, const YcsbOptions& options, PhaseLimit warmup,
                     PhaseLimit measured, const ProgressPrinter& progress,
                     const std::function<void()>& before_measured = {});
+
+// One operation at a time on table "usertable", for a driver that runs its own loop
+// (tristore-bench --restart). create: a new table, to be loaded; open: the table of a
+// reopened database (its losers' undo runs first), ready to run.
+class YcsbSession {
+ public:
+  static std::unique_ptr<YcsbSession> create(Database& db, const YcsbOptions& options);
+  static std::unique_ptr<YcsbSession> open(Database& db, const YcsbOptions& options);
+  virtual ~YcsbSession() = default;
+  virtual PhaseResult load(const ProgressPrinter& progress) = 0;  // after create only
+  virtual void run_one() = 0;                                     // one operation of the mix
+  virtual std::uint64_t not_found() const = 0;                    // should stay 0
+};
 
 // Key and value sizes of the table the options select.
 inline std::uint64_t ycsb_key_bytes(const YcsbOptions& options) {

@@ -193,10 +193,26 @@ void check_files(Architecture arch, const std::string& nvm_path, const std::stri
   EXPECT_TRUE(same(rows, expected)) << describe_difference(expected, rows);
 }
 
+// At the crash already: a slot header names the page its slot holds (the page goes first,
+// then its header), whatever the crash cut.
+void check_crash_image_slots(Architecture arch, const std::string& nvm_image,
+                             const std::string& ssd_image) {
+  if (arch != Architecture::kThreeTier) return;
+  std::unique_ptr<NvmTier> nvm = open_nvm_tier(tiered_config(arch, nvm_image, ssd_image, false));
+  for (SlotId slot = 0; slot < nvm->slot_count(); ++slot) {
+    const NvmSlotHeader& header = nvm->header(slot);
+    if (header.is_free()) continue;
+    PageHeader content;
+    std::memcpy(&content, nvm->slot(slot), sizeof(content));
+    EXPECT_EQ(content.page_id, header.page_id) << "crash image: NVM slot " << slot;
+  }
+}
+
 // Reopens one pair of crash images and checks what survived; then one more transaction and
 // a clean close, and the files on their own.
 void check_recovery(Architecture arch, const std::string& nvm_image, const std::string& ssd_image,
                     std::uint64_t seed, std::uint64_t finished) {
+  check_crash_image_slots(arch, nvm_image, ssd_image);
   Model expected;
   {
     auto db = Database::open(tiered_config(arch, nvm_image, ssd_image, false));

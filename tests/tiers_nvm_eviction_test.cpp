@@ -260,6 +260,28 @@ INSTANTIATE_TEST_SUITE_P(Batches, TiersNvmEvictionBatchTest,
                                       : "Batch" + std::to_string(info.param.option);
                          });
 
+TEST_F(TiersNvmEvictionTest, SlotsOfAnEvictionRoundAreKeptForPagesTheAdmissionSetAdmits) {
+  // Free slots admit any page during warm-up; those an eviction round frees must not, or
+  // every round would let the next pages in without the admission set.
+  create(32, 8);
+  allocate_pages(32, 1);
+  bm_->flush_all();
+  const std::vector<PageId> earned = allocate_pages(1, 2);
+  bm_->flush_all();  // denied once: now in the admission set
+  bm_->fix_page(earned[0]);
+  bm_->flush_all();  // admitted: a round of 8 evictions, 7 slots left over
+  EXPECT_EQ(bm_->counters().nvm_evictions, 8u);
+  EXPECT_EQ(bm_->admission_stats().admitted_from_set, 1u);
+  EXPECT_EQ(nvm_->slots_in_use(), 25u);
+  const Counters before = bm_->counters();
+  allocate_pages(4, 3);
+  bm_->flush_all();  // new pages, not in the set: denied although 7 slots are free
+  const Counters cost = bm_->counters() - before;
+  EXPECT_EQ(cost.nvm_admissions_denied, 4u);
+  EXPECT_EQ(cost.nvm_admissions, 0u);
+  EXPECT_EQ(nvm_->slots_in_use(), 25u);
+}
+
 TEST_F(TiersNvmEvictionTest, VictimsAreNeverPagesInDramAndNeverTakenTwice) {
   create(8);
   const std::vector<PageId> ids = allocate_pages(8, 1);

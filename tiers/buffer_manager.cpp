@@ -668,7 +668,8 @@ void BufferManager::evict_unbacked(FullFrame* frame) {
 }
 
 bool BufferManager::should_admit(PageId page_id) {
-  if (options_.admit_while_nvm_has_free_slots && nvm_->slots_in_use() < nvm_->slot_count()) {
+  const std::uint64_t unreserved_in_use = nvm_->slots_in_use() + nvm_reserved_slots_;
+  if (options_.admit_while_nvm_has_free_slots && unreserved_in_use < nvm_->slot_count()) {
     admission_set_.take(page_id);
     ++admission_stats_.admitted_to_free_slot;
     return true;
@@ -681,9 +682,14 @@ bool BufferManager::should_admit(PageId page_id) {
 }
 
 std::optional<SlotId> BufferManager::take_nvm_slot() {
-  std::optional<SlotId> slot = nvm_->allocate_slot();
-  if (!slot && evict_nvm_pages(nvm_eviction_batch_) > 0) slot = nvm_->allocate_slot();
-  return slot;
+  // The slots of an eviction round are reserved for the next admissions: were they free to
+  // all, the free-slot rule (meant for warm-up) would admit every page after each round.
+  if (nvm_->slots_in_use() + nvm_reserved_slots_ >= nvm_->slot_count()) {
+    if (nvm_reserved_slots_ == 0) nvm_reserved_slots_ = evict_nvm_pages(nvm_eviction_batch_);
+    if (nvm_reserved_slots_ == 0) return std::nullopt;
+    --nvm_reserved_slots_;
+  }
+  return nvm_->allocate_slot();
 }
 
 std::size_t BufferManager::evict_nvm_pages(std::size_t count) {

@@ -63,7 +63,8 @@ struct BufferManagerOptions {
   // SSD (~Lsn{0} when line 0 is not resident); it must make the log durable up to there.
   std::function<void(Lsn)> before_write_back = {};
   // NVM pages evicted per round when NVM is full; their SSD writes share one sync, which must
-  // come before their slots are freed. 0: min(32, slots / 8), at least 1.
+  // come before their slots are freed. The freed slots are kept for the next pages the
+  // admission set admits. 0: min(32, slots / 8), at least 1.
   std::uint32_t nvm_eviction_batch = 0;
 };
 
@@ -200,6 +201,7 @@ class BufferManager {
   SlotId nvm_hand_ = 0;
   SlotId loading_slot_ = ~SlotId{0};  // the slot being loaded into DRAM: not an NVM victim
   std::size_t nvm_eviction_batch_ = 0;
+  std::size_t nvm_reserved_slots_ = 0;  // free slots an eviction round left for admissions
   std::vector<SlotId> nvm_victims_;  // reused by evict_nvm_pages
 
   Counters counters_;

@@ -173,7 +173,9 @@ class OperationLog {
         continue;
       Lsn page_lsn;
       std::memcpy(&page_lsn, guard->read(offsetof(PageHeader, lsn), sizeof(Lsn)), sizeof(Lsn));
-      const bool full = page_lsn == kNoLsn || page_lsn < transactions_.checkpoint_lsn();
+      // nvm-direct writes no page back, so it has no torn page to repair from an image.
+      const bool full =
+          !kInPlace && (page_lsn == kNoLsn || page_lsn < transactions_.checkpoint_lsn());
       const std::uint32_t offset = full ? 0 : range.offset;
       const std::uint32_t length = full ? std::uint32_t{kPageSize} : range.length;
       if (full) full_logged_.push_back(range.page);

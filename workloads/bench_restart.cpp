@@ -178,84 +178,104 @@ nlohmann::json recovery_work_json(const RestartReport& report) {
           {"undo_records_pending", report.undo_records_pending}};
 }
 
-}  // namespace
-
-nlohmann::json run_restart_bench(const BenchOptions& options) {
-  // 1. The run that crashes: a worker process loads, warms up and runs the workload.
-  const ProgressPrinter progress(options.progress);
-  const auto interval = std::chrono::duration_cast<SteadyClock::duration>(
-      std::chrono::duration<double>(options.sample_seconds));
-  CrashingChild worker(options, interval, progress);
-  const nlohmann::json ready = worker.next_message();
-  const SteadyClock::time_point measured_start =
-      from_nanoseconds(ready.at("t_ns").get<std::int64_t>());
+// The worker's run up to the kill.
+struct CrashedRun {
+  nlohmann::json ready;  // the worker's report after its warm-up
   std::vector<Interval> before;
-  SecondsPrinter before_printer(progress, "run");
+  SteadyClock::time_point crash;
+  pid_t worker_pid = 0;
+};
+
+// The restarted database's recovery and run.
+struct RestartedRun {
+  SteadyClock::time_point reopen_start, reopened, tables_open;
+  RestartReport report;
+  nlohmann::json counters_after_open, counters_after, check;
+  std::vector<Interval> after;
+};
+
+// 1. A worker process loads, warms up and runs the workload for options.seconds of samples.
+// 2. SIGKILL in the middle of an operation. Samples already in the pipe were measured before
+//    it and count.
+CrashedRun run_until_crash(const BenchOptions& options, SteadyClock::duration interval,
+                           const ProgressPrinter& progress) {
+  CrashedRun run;
+  CrashingChild worker(options, interval, progress);
+  run.ready = worker.next_message();
+  const SteadyClock::time_point measured_start =
+      from_nanoseconds(run.ready.at("t_ns").get<std::int64_t>());
+  SecondsPrinter printer(progress, "run");
   for (double covered = 0; covered < options.seconds;) {
-    before.push_back(interval_from_message(worker.next_message()));
-    covered += before.back().seconds;
-    before_printer.add(before.back(), measured_start);
+    run.before.push_back(interval_from_message(worker.next_message()));
+    covered += run.before.back().seconds;
+    printer.add(run.before.back(), measured_start);
   }
-
-  // 2. The crash: SIGKILL in the middle of an operation. Samples already in the pipe were
-  //    measured before it and count.
-  const pid_t worker_pid = worker.pid();
-  const SteadyClock::time_point crash = worker.kill();
+  run.worker_pid = worker.pid();
+  run.crash = worker.kill();
   for (const nlohmann::json& message : worker.drain())
-    before.push_back(interval_from_message(message));
-  progress.message(fmt::format("crash: worker process {} killed with SIGKILL", worker_pid));
+    run.before.push_back(interval_from_message(message));
+  progress.message(fmt::format("crash: worker process {} killed with SIGKILL", run.worker_pid));
+  return run;
+}
 
-  // 3. Restart: reopen (page table, log, analysis, redo), then the tables (the losers' undo).
+// 1. Reopen (page table, log, analysis, redo), then the tables (the losers' undo).
+// 2. The same workload again, sampled the same way, then the recovered data checked.
+RestartedRun restart_and_run(const BenchOptions& options, SteadyClock::duration interval,
+                             const ProgressPrinter& progress, SteadyClock::time_point crash) {
+  RestartedRun run;
   Config config = options.config;
   config.create = false;
-  const SteadyClock::time_point reopen_start = SteadyClock::now();
+  run.reopen_start = SteadyClock::now();
   std::unique_ptr<Database> db = Database::open(config);
-  const SteadyClock::time_point reopened = SteadyClock::now();
+  run.reopened = SteadyClock::now();
   std::unique_ptr<RestartWorkload> workload = RestartWorkload::reopen(*db, options);
-  const SteadyClock::time_point tables_open = SteadyClock::now();
-  const RestartReport report = db->restart_report();
-  if (!report.performed) fail("--restart: reopening did not run restart");
+  run.tables_open = SteadyClock::now();
+  run.report = db->restart_report();
+  if (!run.report.performed) fail("--restart: reopening did not run restart");
   progress.message(fmt::format("restart: reopened in {:.1f} ms, tables open after {:.1f} ms",
-                               seconds_between(reopen_start, reopened) * 1e3,
-                               seconds_between(reopen_start, tables_open) * 1e3));
+                               seconds_between(run.reopen_start, run.reopened) * 1e3,
+                               seconds_between(run.reopen_start, run.tables_open) * 1e3));
 
-  // 4. The same workload again, sampled the same way, then the recovered data checked.
-  const double restart_seconds =
-      options.restart_seconds > 0 ? options.restart_seconds : options.seconds;
-  const nlohmann::json counters_after_open = counters_json(db->counters());
-  std::vector<Interval> after;
-  SecondsPrinter after_printer(progress, "restart");
-  double covered_after = 0;
+  const double seconds = options.restart_seconds > 0 ? options.restart_seconds : options.seconds;
+  run.counters_after_open = counters_json(db->counters());
+  SecondsPrinter printer(progress, "restart");
+  double covered = 0;
   run_sampled(
       *db, interval, [&workload] { workload->run_one(); },
       [&](const ThroughputSample& sample) {
-        after.push_back(interval_from_sample(sample));
-        after_printer.add(after.back(), crash);
-        covered_after += sample.seconds;
-        return covered_after < restart_seconds;
+        run.after.push_back(interval_from_sample(sample));
+        printer.add(run.after.back(), crash);
+        covered += sample.seconds;
+        return covered < seconds;
       });
-  const nlohmann::json check = workload->check();
-  const nlohmann::json counters_after = counters_json(db->counters());
-  workload.reset();
-  db.reset();
+  run.check = workload->check();
+  run.counters_after = counters_json(db->counters());
+  return run;
+}
 
-  // 5. Describe it: the pre-crash run as the measured phase, then the restart.
+// The pre-crash run is the measured phase (throughput_ops_s, counters); "restart" has the rest.
+nlohmann::json describe(const BenchOptions& options, const CrashedRun& crashed,
+                        const RestartedRun& restarted) {
+  const std::vector<Interval>& before = crashed.before;
+  const std::vector<Interval>& after = restarted.after;
   const Totals pre = totals_of(before);
   const double pre_rate = pre.ops_s();
-  const std::size_t pre_at_threshold = std::count_if(
-      before.begin(), before.end(),
-      [pre_rate](const Interval& i) { return i.ops_s() >= kRecoveredFraction * pre_rate; });
-  const Totals post_tail = totals_of(after, after.size() / 2);
+  const double threshold = kRecoveredFraction * pre_rate;
+  const auto pre_at_threshold =
+      std::count_if(before.begin(), before.end(),
+                    [threshold](const Interval& i) { return i.ops_s() >= threshold; });
+  const double recovery_seconds = seconds_between(restarted.reopen_start, restarted.tables_open);
+
   nlohmann::json result;
-  result["load"] = ready.at("load");
-  result["warmup"] = ready.at("warmup");
+  result["load"] = crashed.ready.at("load");
+  result["warmup"] = crashed.ready.at("warmup");
   result["ops"] = pre.ops;
   result["seconds"] = pre.seconds;
   result["throughput_ops_s"] = pre_rate;
-  result["counters"] = counters_delta(ready.at("counters"), before.back().counters);
-  result["data_bytes"] = ready.at("data_bytes");
-  result["memory"] = ready.at("memory");
-  result["nvm_is_pmem"] = ready.at("nvm_is_pmem");
+  result["counters"] = counters_delta(crashed.ready.at("counters"), before.back().counters);
+  result["data_bytes"] = crashed.ready.at("data_bytes");
+  result["memory"] = crashed.ready.at("memory");
+  result["nvm_is_pmem"] = crashed.ready.at("nvm_is_pmem");
   result["restart"] = {
       {"crash",
        {{"method", "sigkill"},
@@ -263,36 +283,47 @@ nlohmann::json run_restart_bench(const BenchOptions& options) {
          "the worker process running the workload was killed with SIGKILL (kill -9) in the "
          "middle of an operation: no flush, no close; the NVM and SSD files keep what had "
          "reached them (a process crash: on tmpfs NVM this is not a power failure)"},
-        {"worker_pid", worker_pid},
+        {"worker_pid", crashed.worker_pid},
         {"power_failure_simulated", false}}},
       {"sample_seconds", options.sample_seconds},
       {"threshold_fraction", kRecoveredFraction},
       {"pre_crash_throughput_ops_s", pre_rate},
       {"pre_crash_interval_cv", coefficient_of_variation(before, pre_rate)},
       {"pre_crash_intervals_at_threshold",
-       before.empty() ? 0.0 : static_cast<double>(pre_at_threshold) / before.size()},
-      {"crash_to_reopen_seconds", seconds_between(crash, reopen_start)},
-      {"reopen_seconds", seconds_between(reopen_start, reopened)},
-      {"table_open_seconds", seconds_between(reopened, tables_open)},
-      {"recovery_seconds", seconds_between(reopen_start, tables_open)},
-      {"phases", phases_json(report, seconds_between(reopen_start, tables_open))},
-      {"recovery_work", recovery_work_json(report)},
-      {"seconds_to_threshold",
-       seconds_until_rate(after, kRecoveredFraction * pre_rate, reopen_start)},
+       static_cast<double>(pre_at_threshold) / static_cast<double>(before.size())},
+      {"crash_to_reopen_seconds", seconds_between(crashed.crash, restarted.reopen_start)},
+      {"reopen_seconds", seconds_between(restarted.reopen_start, restarted.reopened)},
+      {"table_open_seconds", seconds_between(restarted.reopened, restarted.tables_open)},
+      {"recovery_seconds", recovery_seconds},
+      {"phases", phases_json(restarted.report, recovery_seconds)},
+      {"recovery_work", recovery_work_json(restarted.report)},
+      {"seconds_to_threshold", seconds_until_rate(after, threshold, restarted.reopen_start)},
       {"smoothing_seconds", kSmoothingSeconds},
       {"seconds_to_threshold_smoothed",
-       seconds_until_mean_rate(after, kRecoveredFraction * pre_rate, kSmoothingSeconds,
-                               reopen_start)},
-      {"seconds_to_half", seconds_until_rate(after, 0.5 * pre_rate, reopen_start)},
+       seconds_until_mean_rate(after, threshold, kSmoothingSeconds, restarted.reopen_start)},
+      {"seconds_to_half", seconds_until_rate(after, 0.5 * pre_rate, restarted.reopen_start)},
       {"after_restart_throughput_ops_s", totals_of(after).ops_s()},
-      {"after_restart_second_half_ops_s", post_tail.ops_s()},
-      {"recovery_counters", counters_after_open},
-      {"after_restart_counters", counters_delta(counters_after_open, counters_after)},
-      {"check", check},
+      {"after_restart_second_half_ops_s", totals_of(after, after.size() / 2).ops_s()},
+      {"recovery_counters", restarted.counters_after_open},
+      {"after_restart_counters",
+       counters_delta(restarted.counters_after_open, restarted.counters_after)},
+      {"check", restarted.check},
       {"series",
-       {{"before_crash", series_json(before, ready.at("counters"), crash)},
-        {"after_restart", series_json(after, counters_after_open, crash)}}}};
+       {{"before_crash", series_json(before, crashed.ready.at("counters"), crashed.crash)},
+        {"after_restart", series_json(after, restarted.counters_after_open, crashed.crash)}}}};
   return result;
+}
+
+}  // namespace
+
+nlohmann::json run_restart_bench(const BenchOptions& options) {
+  // 1. The worker's run, killed; 2. the restart and the same workload; 3. the JSON.
+  const ProgressPrinter progress(options.progress);
+  const auto interval = std::chrono::duration_cast<SteadyClock::duration>(
+      std::chrono::duration<double>(options.sample_seconds));
+  const CrashedRun crashed = run_until_crash(options, interval, progress);
+  const RestartedRun restarted = restart_and_run(options, interval, progress, crashed.crash);
+  return describe(options, crashed, restarted);
 }
 
 }  // namespace tristore

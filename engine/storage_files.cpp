@@ -29,7 +29,7 @@ std::string effective_ssd_path(const Config& config) {
 }
 
 std::uint64_t nvm_log_bytes(std::uint64_t nvm_bytes) {
-  return std::clamp<std::uint64_t>(nvm_bytes / 8 / 4096 * 4096, 64 * 1024, 16 * kMiB);
+  return std::clamp<std::uint64_t>(nvm_bytes / 8 / 4096 * 4096, 64 * 1024, 128 * kMiB);
 }
 
 std::unique_ptr<NvmTier> open_nvm_tier(const Config& config, std::uint64_t database_id,

@@ -36,10 +36,12 @@ class LineMask {
 
   bool none() const { return (words_[0] | words_[1] | words_[2] | words_[3]) == 0; }
   bool full() const { return (words_[0] & words_[1] & words_[2] & words_[3]) == ~std::uint64_t{0}; }
+  // Written out, not a loop: GCC 12 at -O3 with AVX-512 VPOPCNTDQ folds the vectorised loop
+  // wrongly for constant masks (set(60, 70) counted 131).
   std::size_t count() const {
-    std::size_t n = 0;
-    for (auto word : words_) n += static_cast<std::size_t>(std::popcount(word));
-    return n;
+    static_assert(kWords == 4);
+    return static_cast<std::size_t>(std::popcount(words_[0]) + std::popcount(words_[1]) +
+                                    std::popcount(words_[2]) + std::popcount(words_[3]));
   }
   // Number of lines in [first, last] that are not set.
   std::size_t count_clear(std::size_t first, std::size_t last) const {

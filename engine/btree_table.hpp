@@ -29,6 +29,9 @@ class BTreeTable final : public TableInterface<K, V> {
   using Access = std::conditional_t<kLogged, LoggedAccess<Inner>, MainMemoryAccess>;
   using AccessMember = std::conditional_t<kLogged, LoggedAccess<Inner>, MainMemoryAccess&>;
   using Context = std::conditional_t<kLogged, OperationLog<Inner>, MainMemoryAccess>;
+  // Reads log nothing: they walk the tree over the inner access itself, without the logging
+  // decorator's guards (the same root swip, so the same tree).
+  using ReadAccess = std::conditional_t<kLogged, Inner, MainMemoryAccess>;
 
  public:
   using typename TableInterface<K, V>::Visit;
@@ -41,18 +44,19 @@ class BTreeTable final : public TableInterface<K, V> {
         root_(root),
         access_(context),
         tree_(access_, root),
+        read_tree_(read_access(context), root),
         root_page_(root_page_id()) {}
 
   std::uint32_t table_id() const override { return table_id_; }
 
-  bool get(const K& key, V& out) override { return tree_.lookup(key, out); }
+  bool get(const K& key, V& out) override { return read_tree_.lookup(key, out); }
   bool get_part(const K& key, std::size_t offset, std::size_t length, void* out) override {
     check_part(offset, length);
-    return tree_.lookup_part(key, static_cast<std::uint32_t>(offset),
-                             static_cast<std::uint32_t>(length), out);
+    return read_tree_.lookup_part(key, static_cast<std::uint32_t>(offset),
+                                  static_cast<std::uint32_t>(length), out);
   }
   std::size_t scan(const K& from, std::size_t limit, const Visit& visit) override {
-    return tree_.scan(from, limit, visit);
+    return read_tree_.scan(from, limit, visit);
   }
 
   bool insert(TransactionState* txn, const K& key, const V& value) override {
@@ -132,6 +136,13 @@ class BTreeTable final : public TableInterface<K, V> {
   BTree<K, V, Access>& tree() { return tree_; }
 
  private:
+  static ReadAccess& read_access(Context& context) {
+    if constexpr (kLogged)
+      return context.inner();
+    else
+      return context;
+  }
+
   static void check_part(std::size_t offset, std::size_t length) {
     if (offset > sizeof(V) || length > sizeof(V) - offset)
       fail("value part [{}, {}) lies outside the {}-byte value", offset, offset + length,
@@ -209,6 +220,7 @@ class BTreeTable final : public TableInterface<K, V> {
   Swip& root_;
   AccessMember access_;
   BTree<K, V, Access> tree_;
+  BTree<K, V, ReadAccess> read_tree_;
   PageId root_page_;
   std::vector<std::byte> undo_buffer_;
 };

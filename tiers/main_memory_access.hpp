@@ -1,14 +1,16 @@
 #pragma once
 // Page access for the main-memory architecture, the in-memory ceiling: every page is a 16 KiB
-// aligned DRAM allocation, swips always hold pointers, and a guard is nothing but the page
-// address. Volatile: nothing reaches a file.
+// slot of one DRAM arena, swips always hold pointers, and a guard is nothing but the page
+// address. Volatile: nothing reaches a file. The arena asks for transparent huge pages, as the
+// buffer manager's frame pool does, so both pay the same for address translation.
+#include <sys/mman.h>
+
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <new>
-#include <unordered_set>
 #include <utility>
+#include <vector>
 
 #include "common/error.hpp"
 #include "common/page_format.hpp"
@@ -34,21 +36,33 @@ class MainMemoryAccess {
     std::byte* page_ = nullptr;
   };
 
-  explicit MainMemoryAccess(std::uint64_t dram_budget_bytes) : budget_(dram_budget_bytes) {}
+  // Reserves (does not touch) the budget's address range.
+  explicit MainMemoryAccess(std::uint64_t dram_budget_bytes)
+      : budget_(dram_budget_bytes), capacity_(dram_budget_bytes / kPageSize) {
+    if (capacity_ == 0) fail("main-memory: a DRAM budget of {} bytes holds no page", budget_);
+    void* arena = mmap(nullptr, capacity_ * kPageSize, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (arena == MAP_FAILED)
+      fail("main-memory: cannot map {} bytes: {}", capacity_ * kPageSize, std::strerror(errno));
+    madvise(arena, capacity_ * kPageSize, MADV_HUGEPAGE);
+    arena_ = static_cast<std::byte*>(arena);
+  }
   MainMemoryAccess(const MainMemoryAccess&) = delete;
   MainMemoryAccess& operator=(const MainMemoryAccess&) = delete;
-  ~MainMemoryAccess() {
-    for (std::byte* page : pages_) std::free(page);
-  }
+  ~MainMemoryAccess() { munmap(arena_, capacity_ * kPageSize); }
 
   Guard allocate_page() {
-    if ((pages_.size() + 1) * kPageSize > budget_)
-      fail("main-memory: data exceeds the DRAM budget ({} MiB)", budget_ >> 20);
-    auto* page = static_cast<std::byte*>(std::aligned_alloc(kPageSize, kPageSize));
-    if (page == nullptr) throw std::bad_alloc();
+    std::byte* page;
+    if (!free_pages_.empty()) {
+      page = free_pages_.back();
+      free_pages_.pop_back();
+    } else {
+      if (used_ == capacity_)
+        fail("main-memory: data exceeds the DRAM budget ({} MiB)", budget_ >> 20);
+      page = arena_ + used_++ * kPageSize;
+    }
     std::memset(page, 0, kPageSize);
     reinterpret_cast<PageHeader*>(page)->page_id = next_page_id_++;
-    pages_.insert(page);
     return Guard(page);
   }
 
@@ -60,19 +74,18 @@ class MainMemoryAccess {
 
   Swip swip_of(const Guard& guard) { return Swip::from_frame(guard.page_); }
 
-  void free_page(Guard&& guard) {
-    pages_.erase(guard.page_);
-    std::free(guard.page_);
-    guard.page_ = nullptr;
-  }
+  void free_page(Guard&& guard) { free_pages_.push_back(std::exchange(guard.page_, nullptr)); }
 
-  std::uint64_t bytes_in_use() const { return pages_.size() * kPageSize; }
+  std::uint64_t bytes_in_use() const { return (used_ - free_pages_.size()) * kPageSize; }
   std::uint64_t budget_bytes() const { return budget_; }
 
  private:
   std::uint64_t budget_;
+  std::uint64_t capacity_;  // pages
+  std::byte* arena_ = nullptr;
+  std::uint64_t used_ = 0;  // pages handed out from the arena's start, freed ones included
+  std::vector<std::byte*> free_pages_;
   PageId next_page_id_ = 0;
-  std::unordered_set<std::byte*> pages_;  // to free them all when the database closes
 };
 
 }  // namespace tristore

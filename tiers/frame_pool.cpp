@@ -25,8 +25,8 @@ FramePool::FramePool(std::uint64_t budget_bytes) : budget_bytes_(budget_bytes) {
   if (memory == MAP_FAILED)
     fail("cannot map a DRAM buffer pool of {} bytes: {}", mapped_bytes_, std::strerror(errno));
   base_ = static_cast<std::byte*>(memory);
-  // Huge pages: a lookup touches a few lines in each of several frames; with 4 KiB pages the
-  // TLB misses cost as much as the cache misses (main-memory's arena asks for the same).
+  // Huge pages: a lookup touches a few lines in each of several frames, each a TLB miss with
+  // 4 KiB pages (main-memory's arena asks for the same, so the comparison stays fair).
   madvise(memory, mapped_bytes_, MADV_HUGEPAGE);
   poison_bytes(base_, mapped_bytes_);
   slabs_.resize(slabs);

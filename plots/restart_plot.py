@@ -42,7 +42,7 @@ def print_table(runs):
     header = (f"{'workload':<9}{'arch':<11}{'pre-crash/s':>12}{'cv':>6}{'reopen ms':>10}"
               f"{'pt ms':>7}{'log ms':>8}{'anal ms':>8}{'redo ms':>8}{'other ms':>9}{'undo ms':>8}"
               f"{'redo ops':>9}"
-              f"{'losers':>7}{'to 50% s':>9}{'to 90% s':>9}{'90% 0.5s-mean':>14}")
+              f"{'losers':>7}{'to 50% s':>9}{'to 90% s':>9}{'90% 0.5s-mean':>14}{'warm reads s':>13}")
     print(header)
     for r in runs:
         x, p, w = r["restart"], r["restart"]["phases"], r["restart"]["recovery_work"]
@@ -53,9 +53,12 @@ def print_table(runs):
               f"{ms(p['redo_seconds']):>8}{ms(p.get('other_seconds', 0)):>9}"
               f"{ms(p['undo_seconds']):>8}{w['redo_operations']:>9}"
               f"{w['losers']:>7}{secs(x['seconds_to_half']):>9}"
-              f"{secs(x['seconds_to_threshold']):>9}{secs(x['seconds_to_threshold_smoothed']):>14}")
-    print("times to 50 %/90 %: from the reopen to the end of the first interval at that fraction "
-          "of the pre-crash rate; cv: the pre-crash intervals' coefficient of variation")
+              f"{secs(x['seconds_to_threshold']):>9}{secs(x['seconds_to_threshold_smoothed']):>14}"
+              f"{secs(x['seconds_to_warm_reads']) if 'seconds_to_warm_reads' in x else '-':>13}")
+    print("to 50 %/90 %: seconds from the reopen to the end of the first sampling interval at that "
+          "fraction of the pre-crash rate (0.5s-mean: of the mean over 0.5 s); warm reads: to the "
+          "first interval reading no more NVM lines and SSD pages per operation than before the "
+          "crash (+10 %); cv: the pre-crash intervals' coefficient of variation")
 
 
 def describe(config):
@@ -105,6 +108,10 @@ def plot(runs, target):
                           if p["ops"] > 0 and p[name] > 0]
                 if points:
                     reads.plot(*zip(*points), color=color, linestyle=style, linewidth=1)
+            warm = x.get("seconds_to_warm_reads")
+            if warm is not None:
+                reads.axvline(warm + x["crash_to_reopen_seconds"], color=color, linewidth=0.8,
+                              linestyle=":")
             if reached is not None:
                 at = reached + x["crash_to_reopen_seconds"]
                 bottom.plot([at], [next(p["ops_s"] for p in after
@@ -127,7 +134,8 @@ def plot(runs, target):
         reads.set_yscale("log")
         reads.set_ylabel("per operation: NVM lines read (solid),\nSSD pages read (dashed)",
                          fontsize=8)
-        reads.set_xlabel("seconds since the crash")
+        reads.set_xlabel("seconds since the crash (dotted: reads per operation back to the "
+                         "pre-crash ones)", fontsize=8)
         sample_ms = runs[0]["restart"]["sample_seconds"] * 1e3
         bottom.text(0.99, 0.03, f"{sample_ms:.0f} ms intervals", transform=bottom.transAxes,
                     ha="right", fontsize=7)

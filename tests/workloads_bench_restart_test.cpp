@@ -137,7 +137,8 @@ void expect_consistent_restart(const nlohmann::json& result, const std::string& 
   EXPECT_NEAR(named + phases.at("other_seconds").get<double>(), recovery, 1e-9);
 
   // 5. The threshold times, when reached, belong to an interval that reached the rate.
-  for (const char* field : {"seconds_to_threshold", "seconds_to_half"}) {
+  for (const char* field : {"seconds_to_threshold", "seconds_to_threshold_smoothed",
+                            "seconds_to_half", "seconds_to_warm_reads"}) {
     const nlohmann::json& seconds = restart.at(field);
     if (seconds.is_null()) continue;
     EXPECT_GE(seconds.get<double>(), restart.at("recovery_seconds").get<double>()) << field;

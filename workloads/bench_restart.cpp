@@ -131,6 +131,34 @@ nlohmann::json seconds_until_mean_rate(const std::vector<Interval>& intervals, d
   return nullptr;
 }
 
+// The warm-up told by counters, which a busy machine does not disturb: seconds from `from`
+// to the end of the first interval whose NVM lines and SSD pages read per operation are both
+// within kWarmReadsTolerance of the pre-crash run's; null if none.
+nlohmann::json seconds_until_warm(const std::vector<Interval>& before,
+                                  const nlohmann::json& before_start,
+                                  const std::vector<Interval>& after,
+                                  const nlohmann::json& after_start, SteadyClock::time_point from) {
+  constexpr std::array<const char*, 2> kReads{"nvm_lines_read", "ssd_pages_read"};
+  constexpr double kNoReads = 1e-3;  // per operation: what counts as none when none were read
+  const double pre_ops = static_cast<double>(totals_of(before).ops);
+  std::array<double, kReads.size()> limit{};
+  for (std::size_t i = 0; i < kReads.size(); ++i)
+    limit[i] = static_cast<double>(counter_delta(before_start, before.back().counters, kReads[i])) /
+                   pre_ops * (1 + kWarmReadsTolerance) +
+               kNoReads;
+  const nlohmann::json* previous = &after_start;
+  for (const Interval& interval : after) {
+    bool warm = interval.ops > 0;
+    for (std::size_t i = 0; i < kReads.size() && warm; ++i)
+      warm = static_cast<double>(counter_delta(*previous, interval.counters, kReads[i])) /
+                 static_cast<double>(interval.ops) <=
+             limit[i];
+    if (warm) return seconds_between(from, interval.end);
+    previous = &interval.counters;
+  }
+  return nullptr;
+}
+
 // One progress line per second of samples, on the figure's time axis.
 class SecondsPrinter {
  public:
@@ -302,6 +330,10 @@ nlohmann::json describe(const BenchOptions& options, const CrashedRun& crashed,
       {"seconds_to_threshold_smoothed",
        seconds_until_mean_rate(after, threshold, kSmoothingSeconds, restarted.reopen_start)},
       {"seconds_to_half", seconds_until_rate(after, 0.5 * pre_rate, restarted.reopen_start)},
+      {"warm_reads_tolerance", kWarmReadsTolerance},
+      {"seconds_to_warm_reads",
+       seconds_until_warm(before, crashed.ready.at("counters"), after,
+                          restarted.counters_after_open, restarted.reopen_start)},
       {"after_restart_throughput_ops_s", totals_of(after).ops_s()},
       {"after_restart_second_half_ops_s", totals_of(after, after.size() / 2).ops_s()},
       {"recovery_counters", restarted.counters_after_open},

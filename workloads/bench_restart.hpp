@@ -9,7 +9,8 @@
 // 3. The parent reopens the files (page-table rebuild, log analysis, redo), opens the tables
 //    (the losers' undo) and runs the same workload for --restart-seconds, sampled the same way.
 // The JSON holds the recovery phases, both throughput series on one time axis (0 = the kill),
-// and the time from the reopen until an interval reaches 90 % of the pre-crash rate.
+// the time from the reopen until an interval reaches 90 % of the pre-crash rate, and the time
+// until the reads per operation are back to the pre-crash ones.
 #include <nlohmann/json.hpp>
 
 #include "workloads/bench_options.hpp"
@@ -23,6 +24,9 @@ inline constexpr double kRecoveredFraction = 0.9;
 // Where intervals scatter more (checkpoints under updates, a busy machine), the JSON also has
 // the time until the mean over this window reaches the fraction.
 inline constexpr double kSmoothingSeconds = 0.5;
+// Counters do not depend on the machine's load: the JSON also has the time until an interval
+// reads no more from NVM and SSD per operation than the pre-crash run, within this margin.
+inline constexpr double kWarmReadsTolerance = 0.1;
 
 nlohmann::json run_restart_bench(const BenchOptions& options);
 

@@ -37,7 +37,11 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
     }
   }
 
-  Counters counters() const override { return manager_->counters(); }
+  Counters counters() const override {
+    Counters total = manager_->counters();
+    if (log_tier_) total += log_tier_->device().counters();  // ssd-bm's log (log_bytes_written)
+    return total;
+  }
   const WearCounters* nvm_wear() const override { return nvm_ ? nvm_->device().wear() : nullptr; }
   bool nvm_is_pmem() const override { return nvm_ && nvm_->device().is_pmem(); }
   CrashSimulator* nvm_crash_simulator() override {

@@ -5,31 +5,20 @@
 
 #include <array>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <map>
 #include <random>
 #include <string>
 
 #include "btree/btree.hpp"
+#include "tests/model_comparison.hpp"
+#include "tests/test_support.hpp"
 #include "tests/tiers_test_support.hpp"
 #include "tiers/buffer_manager.hpp"
 #include "tiers/frame_pool.hpp"
 
 using namespace tristore;
+using testing_support::ModelComparison;
 
 namespace {
-
-std::uint64_t test_seed() {
-  static const std::uint64_t seed = [] {
-    const char* env = std::getenv("TRISTORE_SEED");
-    std::uint64_t s = env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
-    std::printf("seed %llu (replay with TRISTORE_SEED=%llu)\n", static_cast<unsigned long long>(s),
-                static_cast<unsigned long long>(s));
-    return s;
-  }();
-  return seed;
-}
 
 using Value = std::array<std::uint64_t, 12>;  // 96 bytes: 160 entries per leaf
 using Tree = BTree<std::uint64_t, Value, BufferManager>;
@@ -60,8 +49,7 @@ class BTreeOverBufferManager : public ::testing::TestWithParam<Configuration> {}
 
 TEST_P(BTreeOverBufferManager, RandomOperationsWithAFewFramesMatchStdMap) {
   const Configuration& c = GetParam();
-  const std::uint64_t seed = test_seed();
-  SCOPED_TRACE(std::string(c.name) + " seed " + std::to_string(seed));
+  const std::uint64_t seed = testing_support::test_seed();
   // 6 frames of DRAM, 24 NVM slots (basic-nvm: every page), the rest on SSD.
   tristore::testing::TestTiers tiers(c.name, c.nvm ? (c.ssd ? 24 : 400) : 0, c.ssd ? 2000 : 0);
   BufferManagerOptions options;
@@ -76,47 +64,35 @@ TEST_P(BTreeOverBufferManager, RandomOperationsWithAFewFramesMatchStdMap) {
   Tree tree(manager, root);
 
   std::mt19937_64 rng(seed);
-  std::map<std::uint64_t, Value> model;
+  ModelComparison<Tree, std::uint64_t, Value> check(tree);
   const std::uint64_t key_range = 12000;
   for (std::uint64_t op = 0; op < 11000; ++op) {
+    check.op = op;
     const std::uint64_t k = rng() % key_range;
     const unsigned kind = op < 5000 ? 0 : rng() % 8;  // grow first, then mix
     if (kind <= 2) {
-      Value v = value_for(k, op);
-      ASSERT_EQ(tree.insert(k, v), model.emplace(k, v).second) << "insert op " << op;
+      check.insert(k, value_for(k, op));
     } else if (kind <= 4) {
-      ASSERT_EQ(tree.remove(k), model.erase(k) == 1) << "remove op " << op;
+      check.remove(k);
     } else if (kind == 5) {
-      std::uint64_t word = op;
-      auto it = model.find(k);
-      ASSERT_EQ(tree.update_part(k, 8 * (op % 12), 8, &word), it != model.end());
-      if (it != model.end()) it->second[op % 12] = word;
+      const std::uint64_t word = op;
+      check.update_part(k, sizeof(word) * (op % 12), sizeof(word), &word);
     } else if (kind == 6) {
-      auto it = model.lower_bound(k);
-      std::size_t n = tree.scan(k, 30, [&](std::uint64_t key, const Value& v) {
-        EXPECT_TRUE(it != model.end() && key == it->first && v == it->second) << "op " << op;
-        ++it;
-        return true;
-      });
-      ASSERT_EQ(n, std::min<std::size_t>(30, std::distance(model.lower_bound(k), model.end())));
+      check.scan(k, 30);
     } else {
-      Value v{};
-      auto it = model.find(k);
-      ASSERT_EQ(tree.lookup(k, v), it != model.end()) << "lookup op " << op;
-      if (it != model.end()) {
-        ASSERT_TRUE(v == it->second) << "value op " << op;
-      }
+      check.lookup(k);
     }
+    if (HasFatalFailure()) return;
     if (op % 4000 == 0) {
       ASSERT_EQ(tree.validate(), "") << "op " << op;
     }
   }
   ASSERT_EQ(tree.validate(), "");
-  EXPECT_EQ(tree.stats().entries, model.size());
+  EXPECT_EQ(tree.stats().entries, check.model().size());
   EXPECT_GE(tree.stats().leaves, 30u) << "the tree must be far larger than the pool";
 
   // Drain through merges down to one leaf.
-  for (auto& [k, v] : model) ASSERT_TRUE(tree.remove(k));
+  check.remove_all();
   EXPECT_EQ(tree.validate(), "");
   EXPECT_EQ(tree.stats().entries, 0u);
 

@@ -5,27 +5,20 @@
 #include <array>
 #include <compare>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
-#include <iterator>
-#include <map>
+#include <ostream>
 #include <random>
 #include <string>
 
 #include "btree/btree.hpp"
+#include "tests/model_comparison.hpp"
+#include "tests/test_support.hpp"
 #include "tiers/main_memory_access.hpp"
 
 using namespace tristore;
+using testing_support::ModelComparison;
+using testing_support::test_seed;
 
 namespace {
-
-std::uint64_t test_seed() {
-  const char* env = std::getenv("TRISTORE_SEED");
-  std::uint64_t seed = env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
-  std::printf("seed %llu (replay with TRISTORE_SEED=%llu)\n", static_cast<unsigned long long>(seed),
-              static_cast<unsigned long long>(seed));
-  return seed;
-}
 
 struct WideKey {
   std::uint32_t value;
@@ -33,6 +26,9 @@ struct WideKey {
   explicit WideKey(std::uint32_t v = 0) : value(v) {}
   bool operator==(const WideKey& other) const { return value == other.value; }
   auto operator<=>(const WideKey& other) const { return value <=> other.value; }
+  friend std::ostream& operator<<(std::ostream& out, const WideKey& key) {
+    return out << key.value;
+  }
 };
 using Value = std::array<std::uint32_t, 100>;
 
@@ -42,88 +38,58 @@ Value value_for(std::uint32_t key, std::uint32_t version) {
   return v;
 }
 
-// Applies one random operation to the tree and the model and compares the results.
+// Random operations on the tree and the model; every answer must agree.
 template <typename Tree>
 void run_random_operations(Tree& tree, std::uint64_t seed, int operations,
                            std::uint32_t key_range) {
-  SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937_64 rng(seed);
-  std::map<std::uint32_t, Value> model;
-  auto random_key = [&] { return static_cast<std::uint32_t>(rng() % key_range); };
+  ModelComparison<Tree, WideKey, Value> check(tree);
   for (int op = 0; op < operations; ++op) {
-    std::uint32_t k = random_key();
+    check.op = static_cast<std::uint64_t>(op);
+    const WideKey k(static_cast<std::uint32_t>(rng() % key_range));
+    const auto version = static_cast<std::uint32_t>(op);
     switch (rng() % 10) {
       case 0:
       case 1:
-      case 2: {
-        Value v = value_for(k, static_cast<std::uint32_t>(op));
-        bool inserted = model.emplace(k, v).second;
-        ASSERT_EQ(tree.insert(WideKey(k), v), inserted) << "insert " << k << " at op " << op;
+      case 2:
+        check.insert(k, value_for(k.value, version));
         break;
-      }
       case 3:
-      case 4: {
-        ASSERT_EQ(tree.remove(WideKey(k)), model.erase(k) == 1)
-            << "remove " << k << " at op " << op;
+      case 4:
+        check.remove(k);
         break;
-      }
-      case 5: {
-        Value v = value_for(k, static_cast<std::uint32_t>(op));
-        auto it = model.find(k);
-        ASSERT_EQ(tree.update(WideKey(k), v), it != model.end()) << "update at op " << op;
-        if (it != model.end()) it->second = v;
+      case 5:
+        check.update(k, value_for(k.value, version));
         break;
-      }
       case 6: {
-        std::uint32_t part = static_cast<std::uint32_t>(rng() % 100);
-        std::uint32_t bytes = static_cast<std::uint32_t>(op);
-        auto it = model.find(k);
-        ASSERT_EQ(tree.update_part(WideKey(k), part * 4, 4, &bytes), it != model.end());
-        if (it != model.end()) it->second[part] = bytes;
+        const std::uint32_t part = static_cast<std::uint32_t>(rng() % 100);
+        check.update_part(k, part * sizeof(std::uint32_t), sizeof(version), &version);
         break;
       }
-      case 7: {
-        std::size_t limit = rng() % 60;
-        auto it = model.lower_bound(k);
-        std::size_t visited = tree.scan(WideKey(k), limit, [&](const WideKey& key, const Value& v) {
-          EXPECT_TRUE(it != model.end());
-          if (it == model.end()) return false;
-          EXPECT_EQ(key.value, it->first);
-          EXPECT_TRUE(v == it->second);
-          ++it;
-          return true;
-        });
-        ASSERT_EQ(visited,
-                  std::min<std::size_t>(limit, std::distance(model.lower_bound(k), model.end())))
-            << "scan at op " << op;
+      case 7:
+        check.scan(k, rng() % 60);
         break;
-      }
-      default: {
-        Value v{};
-        auto it = model.find(k);
-        ASSERT_EQ(tree.lookup(WideKey(k), v), it != model.end())
-            << "lookup " << k << " at op " << op;
-        if (it != model.end()) {
-          ASSERT_TRUE(v == it->second) << "value of " << k << " at op " << op;
-        }
-      }
+      default:
+        check.lookup(k);
     }
+    if (::testing::Test::HasFatalFailure()) return;
     if (op % 2000 == 0) {
       ASSERT_EQ(tree.validate(), "") << "at op " << op;
     }
   }
   ASSERT_EQ(tree.validate(), "");
-  ASSERT_EQ(tree.stats().entries, model.size());
+  ASSERT_EQ(tree.stats().entries, check.model().size());
   // Drain: every remaining key is there and removable; the tree ends as one leaf.
-  for (auto& [k, v] : model) ASSERT_TRUE(tree.remove(WideKey(k)));
+  check.remove_all();
   EXPECT_EQ(tree.stats().height, 1u);
 }
 
 }  // namespace
 
 TEST(BTreeRandomOpsProperty, MatchesStdMapWithSmallNodes) {
-  std::uint64_t seed = test_seed();
+  const std::uint64_t seed = test_seed();
   for (std::uint64_t round = 0; round < 4; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
     MainMemoryAccess access(1ull << 30);
     Swip root = BTree<WideKey, Value, MainMemoryAccess>::create(access);
     BTree<WideKey, Value, MainMemoryAccess> tree(access, root);
@@ -134,7 +100,7 @@ TEST(BTreeRandomOpsProperty, MatchesStdMapWithSmallNodes) {
 }
 
 TEST(BTreeRandomOpsProperty, MatchesStdMapAfterABulkLoad) {
-  std::uint64_t seed = test_seed();
+  const std::uint64_t seed = test_seed();
   MainMemoryAccess access(1ull << 30);
   Swip root = BTree<WideKey, Value, MainMemoryAccess>::create(access);
   BTree<WideKey, Value, MainMemoryAccess> tree(access, root);

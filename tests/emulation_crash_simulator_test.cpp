@@ -1,10 +1,7 @@
 #include "emulation/crash_simulator.hpp"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -13,18 +10,12 @@
 
 #include "common/error.hpp"
 #include "emulation/nvm_device.hpp"
+#include "tests/test_support.hpp"
 
 namespace tristore {
 namespace {
 
-std::uint64_t test_seed() {
-  const char* text = std::getenv("TRISTORE_SEED");
-  const std::uint64_t seed =
-      text != nullptr ? std::strtoull(text, nullptr, 10) : std::random_device{}();
-  std::printf("seed %llu (replay with TRISTORE_SEED=%llu)\n", static_cast<unsigned long long>(seed),
-              static_cast<unsigned long long>(seed));
-  return seed;
-}
+using testing_support::test_seed;
 
 std::uint64_t word_at(const std::byte* base, std::uint64_t offset) {
   std::uint64_t value;
@@ -35,8 +26,7 @@ std::uint64_t word_at(const std::byte* base, std::uint64_t offset) {
 class CrashSimulatorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = "/dev/shm/tristore-test-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".nvm";
+    path_ = dir_.file("device.nvm");
     NvmDeviceOptions options;
     options.path = path_;
     options.size_bytes = 256 << 10;
@@ -46,16 +36,13 @@ class CrashSimulatorTest : public ::testing::Test {
     crash_ = device_->crash_simulator();
     ASSERT_NE(crash_, nullptr);
   }
-  void TearDown() override {
-    device_.reset();
-    std::remove(path_.c_str());
-    std::remove((path_ + ".crash").c_str());
-  }
+  void TearDown() override { device_.reset(); }
 
   void store(std::uint64_t offset, std::uint64_t value) {
     std::memcpy(device_->base() + offset, &value, 8);
   }
 
+  testing_support::TempDir dir_{testing_support::kNvmBase};
   std::string path_;
   std::unique_ptr<NvmDevice> device_;
   CrashSimulator* crash_ = nullptr;

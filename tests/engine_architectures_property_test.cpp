@@ -5,35 +5,21 @@
 
 #include <array>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <map>
-#include <memory>
 #include <random>
 #include <string>
-#include <vector>
-
-#include <unistd.h>
 
 #include "engine/database.hpp"
 #include "engine/table.hpp"
+#include "tests/model_comparison.hpp"
+#include "tests/test_support.hpp"
 
 using namespace tristore;
+using testing_support::DatabaseFiles;
+using testing_support::ModelComparison;
+using testing_support::test_seed;
 
 namespace {
-
-std::uint64_t test_seed() {
-  static const std::uint64_t seed = [] {
-    const char* env = std::getenv("TRISTORE_SEED");
-    std::uint64_t s = env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
-    std::printf("seed %llu (replay with TRISTORE_SEED=%llu)\n", static_cast<unsigned long long>(s),
-                static_cast<unsigned long long>(s));
-    return s;
-  }();
-  return seed;
-}
 
 using Value = std::array<char, 100>;
 
@@ -42,23 +28,6 @@ Value value_for(std::uint64_t key, std::uint64_t version) {
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<char>(key * 13 + version * 7 + i);
   return v;
 }
-
-// NVM file under /dev/shm and SSD file in a fresh directory under /tmp, removed afterwards.
-struct TempFiles {
-  std::string nvm;
-  std::filesystem::path ssd_dir;
-  TempFiles() {
-    static int counter = 0;
-    nvm = "/dev/shm/tristore-arch-test-" + std::to_string(::getpid()) + "-" +
-          std::to_string(counter++) + ".nvm";
-    char tmpl[] = "/tmp/tristore-arch-test-XXXXXX";
-    ssd_dir = ::mkdtemp(tmpl);
-  }
-  ~TempFiles() {
-    std::remove(nvm.c_str());
-    std::filesystem::remove_all(ssd_dir);
-  }
-};
 
 struct ArchSetup {
   const char* name;
@@ -79,7 +48,7 @@ const ArchSetup kSetups[] = {
     {"3tier-no-swizzling", Architecture::kThreeTier, true, true, false},
 };
 
-Config config_for(const ArchSetup& setup, const TempFiles& files) {
+Config config_for(const ArchSetup& setup, const DatabaseFiles& files) {
   Config config;
   config.architecture = setup.architecture;
   config.dram_bytes = 1 * kMiB;
@@ -90,7 +59,7 @@ Config config_for(const ArchSetup& setup, const TempFiles& files) {
   if (setup.architecture == Architecture::kMainMemory) config.dram_bytes = 64 * kMiB;
   config.ssd_bytes = 64 * kMiB;
   config.nvm_path = files.nvm;
-  config.ssd_path = (files.ssd_dir / "db.ssd").string();
+  config.ssd_path = files.ssd;
   config.cache_line_grained = setup.cache_line_grained;
   config.mini_pages = setup.mini_pages;
   config.swizzling = setup.swizzling;
@@ -99,84 +68,43 @@ Config config_for(const ArchSetup& setup, const TempFiles& files) {
 
 bool durable(Architecture arch) { return arch != Architecture::kMainMemory; }
 
-using Model = std::map<std::uint64_t, Value>;
+using Check = ModelComparison<Table<std::uint64_t, Value>, std::uint64_t, Value>;
 
 // One random operation on table and model; every result must agree.
-void random_operation(Table<std::uint64_t, Value>& table, Model& model, std::mt19937_64& rng,
-                      std::uint64_t key_range, std::uint64_t op) {
+void random_operation(Check& check, std::mt19937_64& rng, std::uint64_t key_range,
+                      std::uint64_t op) {
+  check.op = op;
   const std::uint64_t k = rng() % key_range;
   switch (rng() % 12) {
     case 0:
-    case 1: {
-      Value v = value_for(k, op);
-      bool absent = model.emplace(k, v).second;
-      ASSERT_EQ(table.insert(k, v), absent) << "insert " << k << " op " << op;
+    case 1:
+      check.insert(k, value_for(k, op));
       break;
-    }
     case 2:
-    case 3: {
-      ASSERT_EQ(table.remove(k), model.erase(k) == 1) << "remove " << k << " op " << op;
+    case 3:
+      check.remove(k);
       break;
-    }
-    case 4: {
-      Value v = value_for(k, op);
-      auto it = model.find(k);
-      ASSERT_EQ(table.update(k, v), it != model.end()) << "update " << k << " op " << op;
-      if (it != model.end()) it->second = v;
+    case 4:
+      check.update(k, value_for(k, op));
       break;
-    }
     case 5: {
-      std::size_t offset = rng() % 90, length = 1 + rng() % 10;
+      const std::size_t offset = rng() % 90, length = 1 + rng() % 10;
       char bytes[10];
       std::memset(bytes, static_cast<int>(op), sizeof(bytes));
-      auto it = model.find(k);
-      ASSERT_EQ(table.update_part(k, offset, length, bytes), it != model.end());
-      if (it != model.end()) std::memcpy(it->second.data() + offset, bytes, length);
+      check.update_part(k, offset, length, bytes);
       break;
     }
     case 6: {
-      std::size_t offset = rng() % 90, length = 1 + rng() % 10;
-      char bytes[10];
-      auto it = model.find(k);
-      ASSERT_EQ(table.get_part(k, offset, length, bytes), it != model.end());
-      if (it != model.end()) {
-        ASSERT_EQ(std::memcmp(bytes, it->second.data() + offset, length), 0) << "op " << op;
-      }
+      const std::size_t offset = rng() % 90, length = 1 + rng() % 10;
+      check.lookup_part(k, offset, length);
       break;
     }
-    case 7: {
-      std::size_t limit = rng() % 50;
-      auto it = model.lower_bound(k);
-      std::size_t expected = 0;
-      for (auto e = it; e != model.end() && expected < limit; ++e) ++expected;
-      std::size_t seen = table.scan(k, limit, [&](const std::uint64_t& key, const Value& v) {
-        EXPECT_TRUE(it != model.end() && key == it->first && v == it->second)
-            << "scan from " << k << " op " << op;
-        ++it;
-        return true;
-      });
-      ASSERT_EQ(seen, expected) << "scan from " << k << " op " << op;
+    case 7:
+      check.scan(k, rng() % 50);
       break;
-    }
-    default: {
-      Value v{};
-      auto it = model.find(k);
-      ASSERT_EQ(table.get(k, v), it != model.end()) << "get " << k << " op " << op;
-      if (it != model.end()) {
-        ASSERT_TRUE(v == it->second) << "value of " << k << " op " << op;
-      }
-    }
+    default:
+      check.lookup(k);
   }
-}
-
-void expect_same_contents(Table<std::uint64_t, Value>& table, const Model& model) {
-  auto it = model.begin();
-  std::size_t seen = table.scan(0, model.size() + 10, [&](const std::uint64_t& k, const Value& v) {
-    EXPECT_TRUE(it != model.end() && k == it->first && v == it->second) << "full scan at " << k;
-    ++it;
-    return true;
-  });
-  EXPECT_EQ(seen, model.size());
 }
 
 class EngineArchitectures : public ::testing::TestWithParam<ArchSetup> {};
@@ -186,23 +114,22 @@ class EngineArchitectures : public ::testing::TestWithParam<ArchSetup> {};
 TEST_P(EngineArchitectures, RandomOperationsMatchStdMapAcrossReopen) {
   const ArchSetup& setup = GetParam();
   const std::uint64_t seed = test_seed();
-  SCOPED_TRACE(std::string(setup.name) + " seed " + std::to_string(seed));
-  TempFiles files;
+  DatabaseFiles files("tristore-arch-test");
   Config config = config_for(setup, files);
   std::mt19937_64 rng(seed);
-  Model model;
   const std::uint64_t key_range = 40000;
   const std::uint64_t loaded = 20000;  // about 3 MiB of leaves: more than DRAM + NVM for 3tier
 
   auto db = Database::open(config);
   auto table = db->create_table<std::uint64_t, Value>("t");
+  Check check(table);
   table.bulk_load(loaded, [&](std::size_t i, std::uint64_t& k, Value& v) {
     k = 2 * i;
     v = value_for(k, 0);
-    model.emplace(k, v);
+    check.record(k, v);
   });
   for (std::uint64_t op = 1; op <= 6000; ++op) {
-    random_operation(table, model, rng, key_range, op);
+    random_operation(check, rng, key_range, op);
     if (HasFatalFailure()) return;
   }
   if (durable(setup.architecture)) {
@@ -210,18 +137,20 @@ TEST_P(EngineArchitectures, RandomOperationsMatchStdMapAcrossReopen) {
     config.create = false;
     db = Database::open(config);
     table = db->open_table<std::uint64_t, Value>("t");
-    expect_same_contents(table, model);
+    check.scan_all();
+    if (HasFatalFailure()) return;
   }
   for (std::uint64_t op = 6001; op <= 12000; ++op) {
-    random_operation(table, model, rng, key_range, op);
+    random_operation(check, rng, key_range, op);
     if (HasFatalFailure()) return;
   }
   // Mostly deletes: merges everywhere in the tree.
   for (std::uint64_t k = 0; k < key_range; ++k) {
     if (k % 10 == 0) continue;
-    ASSERT_EQ(table.remove(k), model.erase(k) == 1) << "drain " << k;
+    check.remove(k);
+    if (HasFatalFailure()) return;
   }
-  expect_same_contents(table, model);
+  check.scan_all();
 
   if (setup.architecture == Architecture::kThreeTier) {
     Counters c = db->counters();
@@ -251,14 +180,14 @@ INSTANTIATE_TEST_SUITE_P(All, EngineArchitectures, ::testing::ValuesIn(kSetups),
 
 // A leaf that lives in NVM but not in DRAM: a lookup loads only the lines it needs.
 TEST(EngineArchitecturesCounters, ColdNvmLeafLookupLoadsFewLines) {
-  TempFiles files;
+  DatabaseFiles files("tristore-arch-test");
   Config config;
   config.architecture = Architecture::kThreeTier;
   config.dram_bytes = 1 * kMiB;
   config.nvm_bytes = 32 * kMiB;  // every page evicted from DRAM finds a free NVM slot
   config.ssd_bytes = 64 * kMiB;
   config.nvm_path = files.nvm;
-  config.ssd_path = (files.ssd_dir / "db.ssd").string();
+  config.ssd_path = files.ssd;
   auto db = Database::open(config);
   auto table = db->create_table<std::uint64_t, std::uint64_t>("t");
   table.bulk_load(300000, [](std::size_t i, std::uint64_t& k, std::uint64_t& v) { k = v = i; });

@@ -2,16 +2,12 @@
 // Shared by the engine's crash tests: a row type that catches torn or misplaced values,
 // random transactions reproducible from a seed, and the model of what must survive.
 #include <gtest/gtest.h>
-#include <stdlib.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <map>
 #include <random>
 #include <string>
@@ -20,6 +16,7 @@
 #include "engine/database.hpp"
 #include "engine/table.hpp"
 #include "engine/transaction.hpp"
+#include "tests/test_support.hpp"
 
 namespace tristore {
 namespace crash_test {
@@ -34,14 +31,8 @@ using Model = std::map<std::uint64_t, Row>;
 constexpr std::uint64_t kKeySpace = 16000;
 constexpr std::uint64_t kLoadedKeys = 8000;  // every other key
 
-inline std::uint64_t base_seed() {
-  const char* fixed = std::getenv("TRISTORE_SEED");
-  const std::uint64_t seed =
-      fixed != nullptr ? std::strtoull(fixed, nullptr, 10) : std::random_device{}();
-  std::printf("seed %llu (TRISTORE_SEED=%llu replays)\n", static_cast<unsigned long long>(seed),
-              static_cast<unsigned long long>(seed));
-  return seed;
-}
+// The run's seed; transaction i's own seed derives from it (make_txn).
+inline std::uint64_t base_seed() { return testing_support::test_seed(); }
 
 inline int rounds() {
   const char* soak = std::getenv("TRISTORE_SOAK_ITERATIONS");
@@ -88,19 +79,7 @@ inline Model loaded_model() {
   return model;
 }
 
-struct Files {
-  std::string nvm;
-  std::filesystem::path ssd_dir;
-  Files() {
-    char tmpl[] = "/tmp/tristore-txn-crash-XXXXXX";
-    ssd_dir = mkdtemp(tmpl);
-    nvm = "/dev/shm/tristore-txn-crash-" + std::to_string(getpid()) + ".nvm";
-  }
-  ~Files() {
-    std::filesystem::remove(nvm);
-    std::filesystem::remove_all(ssd_dir);
-  }
-};
+using Files = testing_support::DatabaseFiles;
 
 inline Config config_for(Architecture arch, const Files& files, bool create) {
   Config config;
@@ -109,14 +88,13 @@ inline Config config_for(Architecture arch, const Files& files, bool create) {
   config.nvm_bytes = arch == Architecture::kThreeTier ? 2 * kMiB : 12 * kMiB;
   config.ssd_bytes = 64 * kMiB;
   config.nvm_path = files.nvm;
-  config.ssd_path = (files.ssd_dir / "db.ssd").string();
+  config.ssd_path = files.ssd;
   config.create = create;
   return config;
 }
 
-// The model after transactions 1..last (committed ones only).
-inline Model model_after(std::uint64_t seed, std::uint64_t last) {
-  Model model = loaded_model();
+// The model after transactions 1..last (committed ones only) on a table loaded as `model`.
+inline Model model_after(std::uint64_t seed, std::uint64_t last, Model model = loaded_model()) {
   for (std::uint64_t i = 1; i <= last; ++i) {
     const Txn txn = make_txn(seed, i);
     if (!txn.commit) continue;

@@ -8,7 +8,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <filesystem>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -18,6 +19,7 @@
 #include "engine/restart_report.hpp"
 #include "engine/table.hpp"
 #include "tests/engine_crash_test_support.hpp"
+#include "tests/test_support.hpp"
 
 namespace tristore {
 namespace {
@@ -48,16 +50,6 @@ void load(Table<std::uint64_t, Row>& table) {
 Model loaded_small() {
   Model model;
   for (std::uint64_t k = 0; k < kRows * 2; k += 2) model[k] = make_row(k, 0);
-  return model;
-}
-
-Model small_model_after(std::uint64_t seed, std::uint64_t last) {
-  Model model = loaded_small();
-  for (std::uint64_t i = 1; i <= last; ++i) {
-    const Txn txn = make_txn(seed, i);
-    if (!txn.commit) continue;
-    for (const Op& op : txn.ops) apply(model, op, i);
-  }
   return model;
 }
 
@@ -92,8 +84,9 @@ Outcome run(Architecture arch, const std::string& path, const std::string& image
 
 void crash_at_many_fences(Architecture arch) {
   const std::uint64_t seed = base_seed();
-  const std::string path = "/dev/shm/tristore-recovery-crash-" + std::to_string(getpid()) + ".nvm";
-  const std::string image = path + ".image";
+  const testing_support::TempDir dir(testing_support::kNvmBase, "tristore-recovery-crash");
+  const std::string path = dir.file("db.nvm");
+  const std::string image = dir.file("image.nvm");
   const Outcome full = run(arch, path, image, seed, 0);
   ASSERT_GT(full.fences, 10u);
   const std::uint64_t points = std::getenv("TRISTORE_SOAK_ITERATIONS") != nullptr ? 400 : 30;
@@ -108,8 +101,8 @@ void crash_at_many_fences(Architecture arch) {
     EXPECT_TRUE(db->restart_report().performed);
     auto table = db->open_table<std::uint64_t, Row>("rows");
     const Model seen = scan_all(table);
-    EXPECT_TRUE(same(seen, small_model_after(seed, outcome.finished)) ||
-                same(seen, small_model_after(seed, outcome.finished + 1)))
+    EXPECT_TRUE(same(seen, model_after(seed, outcome.finished, loaded_small())) ||
+                same(seen, model_after(seed, outcome.finished + 1, loaded_small())))
         << "after " << outcome.finished << " finished transactions: " << seen.size() << " rows";
     // The recovered database takes new transactions and survives a clean reopen.
     run_txn(*db, table, seed + 1, 1);
@@ -118,8 +111,6 @@ void crash_at_many_fences(Architecture arch) {
               static_cast<unsigned long long>(full.fences),
               static_cast<unsigned long long>(crashes));
   EXPECT_GT(crashes, 10u);
-  std::filesystem::remove(path);
-  std::filesystem::remove(image);
 }
 
 TEST(EngineRecoveryCrash, BasicNvmRecoversFromCrashAtAnyFence) {
@@ -130,7 +121,8 @@ TEST(EngineRecoveryCrash, NvmDirectRecoversFromCrashAtAnyFence) {
 }
 
 TEST(EngineRecoveryCrash, ReopenWithAnotherArchitectureOrCorruptLogIsAnError) {
-  const std::string path = "/dev/shm/tristore-recovery-bad-" + std::to_string(getpid()) + ".nvm";
+  const testing_support::TempDir dir(testing_support::kNvmBase, "tristore-recovery-bad");
+  const std::string path = dir.file("db.nvm");
   {
     auto db = Database::open(small_config(Architecture::kNvmDirect, path, true));
     auto table = db->create_table<std::uint64_t, Row>("rows");
@@ -154,7 +146,6 @@ TEST(EngineRecoveryCrash, ReopenWithAnotherArchitectureOrCorruptLogIsAnError) {
     std::fclose(file);
   }
   EXPECT_THROW(Database::open(small_config(Architecture::kNvmDirect, path, false)), Error);
-  std::filesystem::remove(path);
 }
 
 }  // namespace

@@ -9,13 +9,11 @@
 // same rows, whose NVM slot headers agree with the page table and with the pages they hold.
 // Seeds are printed; TRISTORE_SEED replays; TRISTORE_CRASH_SOAK=N tries N times more fences.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <random>
 #include <set>
@@ -67,18 +65,16 @@ Config tiered_config(Architecture arch, const std::string& nvm, const std::strin
 }
 
 struct Paths {
-  // The SSD file and its images: on tmpfs, as their durability is simulated anyway (O_DIRECT
-  // on this VM's disk costs 0.3 ms a page and made the test ten times slower).
-  testing_support::TempDir dir{"/dev/shm"};
-  std::string nvm = "/dev/shm/tristore-tiered-crash-" + std::to_string(getpid()) + ".nvm";
-  std::string ssd() const { return (dir.path / "db.ssd").string(); }
-  std::string nvm_image(std::uint64_t k) const { return nvm + ".image" + std::to_string(k); }
-  std::string ssd_image(std::uint64_t k) const {
-    return (dir.path / ("image" + std::to_string(k) + ".ssd")).string();
+  // All on tmpfs, the SSD file and its images too, as their durability is simulated anyway
+  // (O_DIRECT on this VM's disk costs 0.3 ms a page and made the test ten times slower).
+  testing_support::TempDir dir{testing_support::kNvmBase, "tristore-tiered-crash"};
+  std::string nvm = dir.file("db.nvm");
+  std::string ssd() const { return dir.file("db.ssd"); }
+  std::string nvm_image(std::uint64_t k) const {
+    return dir.file("image" + std::to_string(k) + ".nvm");
   }
-  ~Paths() {
-    std::filesystem::remove(nvm);
-    for (std::uint64_t k = 0; k < kImagesPerCrash; ++k) std::filesystem::remove(nvm_image(k));
+  std::string ssd_image(std::uint64_t k) const {
+    return dir.file("image" + std::to_string(k) + ".ssd");
   }
 };
 

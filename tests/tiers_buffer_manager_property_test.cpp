@@ -4,12 +4,10 @@
 // structure (directory pages holding swips to data pages, directory swips in a DRAM array)
 // exercises swizzling. The same sequences run for every architecture and switch; each run
 // must show every transition of the paper's Figure 6 that its architecture has.
-// Seeded: the seed is printed on failure; TRISTORE_SEED=<n> replays it.
+// Seeded: the seed is printed; TRISTORE_SEED=<n> replays it.
 #include <gtest/gtest.h>
 
 #include <array>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -17,6 +15,7 @@
 #include <vector>
 
 #include "common/page_format.hpp"
+#include "tests/test_support.hpp"
 #include "tests/tiers_test_support.hpp"
 #include "tiers/buffer_manager.hpp"
 
@@ -327,14 +326,7 @@ class TiersBufferManagerModel : public ::testing::TestWithParam<Architecture> {}
 
 TEST_P(TiersBufferManagerModel, RandomOperationsMatchTheModelAndReachEveryTransition) {
   const Architecture& arch = GetParam();
-  const char* env = std::getenv("TRISTORE_SEED");
-  const std::uint64_t seed =
-      env != nullptr ? std::strtoull(env, nullptr, 10) : std::random_device{}();
-  SCOPED_TRACE(std::string("architecture ") + arch.name + ", seed " + std::to_string(seed) +
-               " (replay with TRISTORE_SEED=" + std::to_string(seed) + ")");
-  std::fprintf(stderr, "%s: seed %llu\n", arch.name,
-               static_cast<unsigned long long>(seed));  // survives a crash
-  ModelRun run(arch, seed);
+  ModelRun run(arch, testing_support::test_seed());
   run.run();
   if (HasFatalFailure()) return;
   const Counters c = run.totals();

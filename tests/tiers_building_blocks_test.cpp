@@ -2,11 +2,11 @@
 // the frame pool's budget.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <random>
 #include <unordered_map>
 
 #include "common/error.hpp"
+#include "tests/test_support.hpp"
 #include "tiers/admission_set.hpp"
 #include "tiers/frame_pool.hpp"
 #include "tiers/line_mask.hpp"
@@ -15,10 +15,7 @@
 namespace tristore {
 namespace {
 
-std::uint64_t test_seed() {
-  const char* env = std::getenv("TRISTORE_SEED");
-  return env != nullptr ? std::strtoull(env, nullptr, 10) : std::random_device{}();
-}
+using testing_support::test_seed;
 
 TEST(TiersLineMask, RangesAcrossWordBoundaries) {
   LineMask mask;
@@ -45,7 +42,6 @@ TEST(TiersLineMask, RangesAcrossWordBoundaries) {
 
 TEST(TiersLineMask, MatchesABoolArrayOnRandomRanges) {
   const std::uint64_t seed = test_seed();
-  SCOPED_TRACE("seed " + std::to_string(seed) + " (replay with TRISTORE_SEED)");
   std::mt19937_64 random(seed);
   LineMask mask;
   std::array<bool, kLinesPerPage> model{};
@@ -69,7 +65,6 @@ TEST(TiersLineMask, MatchesABoolArrayOnRandomRanges) {
 
 TEST(TiersPageIdMap, MatchesUnorderedMapUnderRandomInsertEraseAndGrowth) {
   const std::uint64_t seed = test_seed();
-  SCOPED_TRACE("seed " + std::to_string(seed) + " (replay with TRISTORE_SEED)");
   std::mt19937_64 random(seed);
   PageIdMap<std::uint64_t> map;
   std::unordered_map<PageId, std::uint64_t> model;

@@ -5,13 +5,9 @@
 // in which every page reads back as the model says, swips as page ids and never as pointers.
 // Seeded: the seed is printed; TRISTORE_SEED=<n> replays it.
 #include <gtest/gtest.h>
-#include <stdlib.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -24,6 +20,7 @@
 #include "nvm/nvm_layout.hpp"
 #include "nvm/nvm_tier.hpp"
 #include "ssd/ssd_page_file.hpp"
+#include "tests/test_support.hpp"
 #include "tiers/buffer_manager.hpp"
 
 namespace tristore {
@@ -67,43 +64,35 @@ std::uint32_t swip_offset(std::size_t index) {
 class Files {
  public:
   explicit Files(const Architecture& arch) : arch_(arch) {
-    static int serial = 0;
-    const std::string unique = std::string("write-back-") + arch.name + "-" +
-                               std::to_string(::getpid()) + "-" + std::to_string(serial++);
-    std::string pattern = "/tmp/tristore-test-" + unique + "-XXXXXX";
-    dir_ = mkdtemp(pattern.data());
-    nvm_path_ = "/dev/shm/tristore-test-" + unique + ".nvm";
-    nvm_copy_path_ = nvm_path_ + ".crashed";
-    if (arch.nvm) nvm = NvmTier::create(nvm_options(nvm_path_, true));
-    if (arch.ssd) ssd = SsdPageFile::create(ssd_options(dir_ + "/pages.ssd", true));
+    if (arch.nvm) nvm = NvmTier::create(nvm_options(files_.nvm, true));
+    if (arch.ssd) ssd = SsdPageFile::create(ssd_options(files_.ssd, true));
   }
-  ~Files() {
+  ~Files() {  // the tiers close before their directories go
     nvm.reset();
     ssd.reset();
-    std::filesystem::remove(nvm_path_);
-    std::filesystem::remove(nvm_copy_path_);
-    std::filesystem::remove_all(dir_);
   }
 
   // The files as a crash right now would leave them: NVM's durable image (unflushed words torn
   // at random), and the SSD file as it is.
   void crash_copy(std::uint64_t seed) {
-    if (nvm) nvm->device().crash_simulator()->write_crash_image(seed, nvm_copy_path_);
+    if (nvm) nvm->device().crash_simulator()->write_crash_image(seed, nvm_copy_path());
     if (ssd)
-      std::filesystem::copy_file(ssd->path(), dir_ + "/copy.ssd",
+      std::filesystem::copy_file(ssd->path(), ssd_copy_path(),
                                  std::filesystem::copy_options::overwrite_existing);
   }
   std::unique_ptr<NvmTier> open_nvm_copy() const {
-    return arch_.nvm ? NvmTier::open(nvm_options(nvm_copy_path_, false)) : nullptr;
+    return arch_.nvm ? NvmTier::open(nvm_options(nvm_copy_path(), false)) : nullptr;
   }
   std::unique_ptr<SsdPageFile> open_ssd_copy() const {
-    return arch_.ssd ? SsdPageFile::open(ssd_options(dir_ + "/copy.ssd", false)) : nullptr;
+    return arch_.ssd ? SsdPageFile::open(ssd_options(ssd_copy_path(), false)) : nullptr;
   }
 
   std::unique_ptr<NvmTier> nvm;
   std::unique_ptr<SsdPageFile> ssd;
 
  private:
+  std::string nvm_copy_path() const { return files_.nvm_dir.file("copy.nvm"); }
+  std::string ssd_copy_path() const { return files_.ssd_dir.file("copy.ssd"); }
   std::uint64_t nvm_slots() const { return arch_.ssd ? 40 : 100; }
   NvmTierOptions nvm_options(const std::string& path, bool create) const {
     NvmTierOptions options;
@@ -123,7 +112,7 @@ class Files {
   }
 
   Architecture arch_;
-  std::string dir_, nvm_path_, nvm_copy_path_;
+  testing_support::DatabaseFiles files_{"tristore-write-back"};
 };
 
 BufferManagerOptions manager_options(const Architecture& arch, NvmTier* nvm, SsdPageFile* ssd) {
@@ -298,13 +287,7 @@ class WriteBackAll : public ::testing::TestWithParam<Architecture> {};
 
 TEST_P(WriteBackAll, KeepsDramResidentAndACrashCopyReadsBackEveryPage) {
   const Architecture& arch = GetParam();
-  const char* env = std::getenv("TRISTORE_SEED");
-  const std::uint64_t seed =
-      env != nullptr ? std::strtoull(env, nullptr, 10) : std::random_device{}();
-  SCOPED_TRACE(std::string("seed ") + std::to_string(seed) +
-               " (replay with TRISTORE_SEED=" + std::to_string(seed) + ")");
-  std::fprintf(stderr, "%s: seed %llu\n", arch.name, static_cast<unsigned long long>(seed));
-  WriteBackRun run(arch, seed);
+  WriteBackRun run(arch, testing_support::test_seed());
   run.run();
 }
 

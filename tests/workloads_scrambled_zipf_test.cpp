@@ -1,9 +1,9 @@
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "tests/test_support.hpp"
 #include "workloads/fnv_hash.hpp"
 #include "workloads/random.hpp"
 #include "workloads/scrambled_zipf_generator.hpp"
@@ -11,12 +11,8 @@
 using namespace tristore;
 
 namespace {
-std::uint64_t test_seed() {
-  const char* env = std::getenv("TRISTORE_SEED");
-  const std::uint64_t seed = env != nullptr ? std::strtoull(env, nullptr, 10) : 20180610;
-  std::printf("seed %llu (set TRISTORE_SEED to replay)\n", static_cast<unsigned long long>(seed));
-  return seed;
-}
+// One known seed by default: the assertions are statistical.
+std::uint64_t test_seed() { return testing_support::test_seed(20180610); }
 }  // namespace
 
 TEST(WorkloadsScrambledZipf, ZetaOfTwoMatchesYcsb) {

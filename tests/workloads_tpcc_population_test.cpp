@@ -2,26 +2,20 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
+#include <cstdint>
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "engine/database.hpp"
+#include "tests/test_support.hpp"
 #include "workloads/tpcc_driver.hpp"
 
 namespace tristore::tpcc {
 namespace {
 
-// The data's seed: TRISTORE_SEED replays another one.
-std::uint64_t test_seed(std::uint64_t fallback) {
-  const char* env = std::getenv("TRISTORE_SEED");
-  const std::uint64_t seed = env != nullptr ? std::strtoull(env, nullptr, 0) : fallback;
-  std::printf("seed %llu (TRISTORE_SEED replays)\n", static_cast<unsigned long long>(seed));
-  return seed;
-}
+using testing_support::test_seed;
 
 template <typename K, typename V>
 std::uint64_t count_rows(Table<K, V> table) {

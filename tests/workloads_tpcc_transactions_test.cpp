@@ -1,14 +1,10 @@
 // The five TPC-C transactions on one warehouse (main-memory): each one's effects, New-Order's
 // rollback, and the consistency conditions after a mixed run (also on the other architectures).
 #include <gtest/gtest.h>
-#include <stdlib.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
+#include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -16,18 +12,13 @@
 
 #include "common/error.hpp"
 #include "engine/database.hpp"
+#include "tests/test_support.hpp"
 #include "workloads/tpcc_driver.hpp"
 
 namespace tristore::tpcc {
 namespace {
 
-// The data's seed: TRISTORE_SEED replays another one.
-std::uint64_t test_seed(std::uint64_t fallback) {
-  const char* env = std::getenv("TRISTORE_SEED");
-  const std::uint64_t seed = env != nullptr ? std::strtoull(env, nullptr, 0) : fallback;
-  std::printf("seed %llu (TRISTORE_SEED replays)\n", static_cast<unsigned long long>(seed));
-  return seed;
-}
+using testing_support::test_seed;
 
 template <typename K, typename V>
 std::uint64_t count_rows(Table<K, V> table) {
@@ -416,8 +407,7 @@ TEST(TpccOptionsTest, ZeroWarehousesAndTransactionsBeforeLoadingAreErrors) {
 class TpccArchitectureTest : public ::testing::TestWithParam<Architecture> {};
 
 TEST_P(TpccArchitectureTest, LoadAndMixedRunStayConsistentWithSmallPools) {
-  char ssd_dir[] = "/tmp/tristore-tpcc-XXXXXX";
-  ASSERT_NE(::mkdtemp(ssd_dir), nullptr);
+  const testing_support::DatabaseFiles files("tristore-tpcc");
   Config config;
   config.architecture = GetParam();
   const bool nvm_holds_all = config.architecture == Architecture::kBasicNvm ||
@@ -425,15 +415,8 @@ TEST_P(TpccArchitectureTest, LoadAndMixedRunStayConsistentWithSmallPools) {
   config.dram_bytes = 32 * kMiB;
   config.nvm_bytes = nvm_holds_all ? 512 * kMiB : 64 * kMiB;
   config.ssd_bytes = 512 * kMiB;
-  config.nvm_path = fmt::format("/dev/shm/tristore-tpcc-test-{}.nvm", ::getpid());
-  config.ssd_path = std::string(ssd_dir) + "/tristore.ssd";
-  struct Cleanup {
-    std::string nvm, dir;
-    ~Cleanup() {
-      std::filesystem::remove(nvm);
-      std::filesystem::remove_all(dir);
-    }
-  } cleanup{config.nvm_path, ssd_dir};
+  config.nvm_path = files.nvm;
+  config.ssd_path = files.ssd;
   std::unique_ptr<Database> db;
   try {
     db = Database::open(config);

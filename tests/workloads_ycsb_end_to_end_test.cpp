@@ -2,42 +2,31 @@
 // (and the micro table), checking that operations ran and that the JSON has the contract's
 // fields (DESIGN.md section 8).
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <cstdlib>
-#include <filesystem>
 #include <string>
 #include <tuple>
 
 #include "common/error.hpp"
+#include "tests/test_support.hpp"
 #include "workloads/bench_runner.hpp"
 
 using namespace tristore;
 
 namespace {
 
-std::uint64_t test_seed() {
-  const char* env = std::getenv("TRISTORE_SEED");
-  const std::uint64_t seed = env != nullptr ? std::strtoull(env, nullptr, 10) : 42;
-  std::printf("seed %llu (set TRISTORE_SEED to replay)\n", static_cast<unsigned long long>(seed));
-  return seed;
-}
+// One known seed by default: every run does the same work unless asked otherwise.
+std::uint64_t test_seed() { return testing_support::test_seed(42); }
 
 // Options for a quick run on files of this test alone, removed afterwards.
 class SmallRun {
  public:
   SmallRun(Architecture arch, YcsbKind kind, bool micro) {
-    char pattern[] = "/tmp/tristore-ycsb-e2e-XXXXXX";
-    if (::mkdtemp(pattern) == nullptr) fail("mkdtemp failed");
-    dir_ = pattern;
-    // The directory's unique suffix makes the NVM file unique too.
-    nvm_ = "/dev/shm/" + dir_.filename().string() + ".nvm";
     options.config.architecture = arch;
     options.config.dram_bytes = 16 * kMiB;
     options.config.nvm_bytes = 64 * kMiB;
     options.config.ssd_bytes = 128 * kMiB;
-    options.config.nvm_path = nvm_.string();
-    options.config.ssd_path = (dir_ / "e2e.ssd").string();
+    options.config.nvm_path = files_.nvm;
+    options.config.ssd_path = files_.ssd;
     options.workload = WorkloadKind::kYcsb;
     options.workload_name = std::string(ycsb_kind_name(kind));
     options.ycsb.kind = kind;
@@ -48,18 +37,13 @@ class SmallRun {
     options.warmup_seconds = 0;
     options.progress = false;
   }
-  ~SmallRun() {
-    std::filesystem::remove(nvm_);
-    std::filesystem::remove_all(dir_);
-  }
   SmallRun(const SmallRun&) = delete;
   SmallRun& operator=(const SmallRun&) = delete;
 
   BenchOptions options;
 
  private:
-  std::filesystem::path dir_;
-  std::filesystem::path nvm_;
+  testing_support::DatabaseFiles files_{"tristore-ycsb-e2e"};
 };
 
 void expect_contract_fields(const nlohmann::json& result) {

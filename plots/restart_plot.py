@@ -103,11 +103,11 @@ def plot(runs, target):
             bottom.plot(xs, [y / pre for y in ys], color=color, linewidth=1.2)
             # Counters do not depend on the machine's load: the warm-up as reads per operation.
             for name, style in (("nvm_lines_read", "-"), ("ssd_pages_read", "--")):
-                points = [(t, p[name] / p["ops"]) for t, p in zip(midpoints(before + after),
-                                                                 before + after)
-                          if p["ops"] > 0 and p[name] > 0]
-                if points:
-                    reads.plot(*zip(*points), color=color, linestyle=style, linewidth=1)
+                for side in (before, after):  # no line across the crash
+                    points = [(t, p[name] / p["ops"]) for t, p in zip(midpoints(side), side)
+                              if p["ops"] > 0 and p[name] > 0]
+                    if points:
+                        reads.plot(*zip(*points), color=color, linestyle=style, linewidth=1)
             warm = x.get("seconds_to_warm_reads")
             if warm is not None:
                 reads.axvline(warm + x["crash_to_reopen_seconds"], color=color, linewidth=0.8,

@@ -15,6 +15,8 @@
 #include <sstream>
 #include <string>
 
+#include "tests/test_support.hpp"
+
 #ifndef TRISTORE_BENCH_PATH
 #error "workloads/CMakeLists.txt passes the path of tristore-bench"
 #endif
@@ -27,19 +29,12 @@ struct Outcome {
   std::string err;
 };
 
+using tristore::testing_support::kNvmBase;
+using tristore::testing_support::kSsdBase;
+using tristore::testing_support::TempDir;
+
 class WorkloadsBenchRestart : public testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/tristore-bench-restart-XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-    nvm_ = "/dev/shm/" + dir_.filename().string() + ".nvm";
-  }
-  void TearDown() override {
-    std::filesystem::remove_all(dir_);
-    std::filesystem::remove(nvm_);
-  }
-
   static std::string read(const std::filesystem::path& path) {
     std::ifstream in(path);
     std::stringstream text;
@@ -48,21 +43,21 @@ class WorkloadsBenchRestart : public testing::Test {
   }
 
   Outcome run(const std::string& args) const {
-    const std::string command = std::string("'") + TRISTORE_BENCH_PATH + "' " + args +
-                                " --nvm-path '" + nvm_.string() + "' --ssd-path '" +
-                                (dir_ / "x.ssd").string() + "' >'" + (dir_ / "out").string() +
-                                "' 2>'" + (dir_ / "err").string() + "'";
+    const std::string command =
+        std::string("'") + TRISTORE_BENCH_PATH + "' " + args + " --nvm-path '" +
+        (nvm_dir_.path / "x.nvm").string() + "' --ssd-path '" + (dir_.path / "x.ssd").string() +
+        "' >'" + (dir_.path / "out").string() + "' 2>'" + (dir_.path / "err").string() + "'";
     const int raw = std::system(command.c_str());
     Outcome outcome;
     outcome.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-    outcome.out = read(dir_ / "out");
-    outcome.err = read(dir_ / "err");
+    outcome.out = read(dir_.path / "out");
+    outcome.err = read(dir_.path / "err");
     return outcome;
   }
 
   // A restart run of 0.4 s before the crash and 0.4 s after, sampled every 50 ms.
   nlohmann::json restart_run(const std::string& args) const {
-    const std::string json = (dir_ / "result.json").string();
+    const std::string json = (dir_.path / "result.json").string();
     const Outcome outcome = run(args +
                                 " --seconds 0.4 --restart-seconds 0.4 --warmup 0.1 --sample-ms 50 "
                                 "--restart --quiet --json '" +
@@ -72,8 +67,8 @@ class WorkloadsBenchRestart : public testing::Test {
     return nlohmann::json::parse(read(json));
   }
 
-  std::filesystem::path dir_;
-  std::filesystem::path nvm_;
+  TempDir dir_{kSsdBase, "tristore-bench-restart"};  // SSD file, outputs
+  TempDir nvm_dir_{kNvmBase, "tristore-bench-restart"};
 };
 
 double sum_of(const nlohmann::json& series, const char* field) {

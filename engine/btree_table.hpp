@@ -102,7 +102,12 @@ class BTreeTable final : public TableInterface<K, V> {
   }
 
   void apply_undo(TransactionState& txn, std::span<const std::byte> undo) override {
-    // 1. Decode: UndoLogical, key, before-image.
+    // 1. Room in the log for the inverse operation (its compensation record is a small one).
+    if constexpr (kLogged) {
+      if (transactions_.durable())
+        transactions_.reserve(Context::max_operation_log_bytes(height()));
+    }
+    // 2. Decode: UndoLogical, key, before-image.
     UndoLogical header;
     if (undo.size() < sizeof(header) + sizeof(K)) fail("undo record too short");
     std::memcpy(&header, undo.data(), sizeof(header));
@@ -112,7 +117,7 @@ class BTreeTable final : public TableInterface<K, V> {
     if (header.key_size != sizeof(K) || header.before_size > sizeof(V) ||
         undo.size() < sizeof(header) + sizeof(K) + header.before_size)
       fail("undo record of table {} does not match its key and value sizes", table_id_);
-    // 2. Invert the operation, whether or not it reached the tree.
+    // 3. Invert the operation, whether or not it reached the tree.
     V current;
     const bool present = tree_.lookup(key, current);
     if (header.operation == UndoOperation::kInsert) {
@@ -149,10 +154,40 @@ class BTreeTable final : public TableInterface<K, V> {
            sizeof(V));
   }
 
-  // Runs body(txn) in the given transaction, or in a single-operation one.
+  // Levels of the tree (1: the root is a leaf), found again whenever the root has moved (a
+  // lower tree keeps its root: an overestimate is safe). An operation's log bound grows with it.
+  std::uint32_t height() {
+    const PageId root = root_page_id();
+    if (root == height_root_) return height_;
+    std::uint32_t levels = 1;
+    auto node = access_.fix(root_, nullptr);
+    for (;;) {
+      NodeHeader header;
+      std::memcpy(&header, node.read(kNodeHeaderOffset, sizeof(header)), sizeof(header));
+      if (header.is_leaf) break;
+      auto* first = reinterpret_cast<Swip*>(
+          const_cast<std::byte*>(node.read(InnerLayout<K>::swip_offset(0), sizeof(Swip))));
+      auto child = access_.fix(*first, &node);
+      node = std::move(child);
+      ++levels;
+    }
+    height_root_ = root;
+    height_ = levels;
+    return levels;
+  }
+
+  // Runs body(txn) in the given transaction, or in a single-operation one, once the log has
+  // room for its undo record (and that record's copy) and its redo. The redo's room is that of
+  // a tree one level higher: the operation may grow the tree, and its undo (an abort whose
+  // undo must not fail for lack of log) then runs on the higher one.
   template <typename Body>
   bool changing(TransactionState* txn, Body&& body) {
-    transactions_.before_operation();
+    if constexpr (kLogged) {
+      constexpr std::uint64_t kUndoPayload = sizeof(UndoLogical) + sizeof(K) + sizeof(V);
+      if (transactions_.durable())
+        transactions_.reserve(2 * TransactionManager::undo_copy_bytes(kUndoPayload) +
+                              Context::max_operation_log_bytes(height() + 1));
+    }
     if (txn != nullptr) return body(*txn);
     TransactionState& single = transactions_.begin_autocommit();
     bool changed;
@@ -187,7 +222,7 @@ class BTreeTable final : public TableInterface<K, V> {
   void operation(TransactionState& txn, Change&& change) {
     if constexpr (kLogged) {
       if (!transactions_.durable()) return change();
-      context_.begin(txn, InnerLayout<K>::kSwipsOffset);
+      context_.begin(txn, InnerLayout<K>::kSwipsOffset, Context::max_operation_log_bytes(height_));
       try {
         change();
         if (context_.root_may_change()) {
@@ -222,6 +257,8 @@ class BTreeTable final : public TableInterface<K, V> {
   BTree<K, V, Access> tree_;
   BTree<K, V, ReadAccess> read_tree_;
   PageId root_page_;
+  PageId height_root_ = kInvalidPageId;
+  std::uint32_t height_ = 0;
   std::vector<std::byte> undo_buffer_;
 };
 

@@ -63,6 +63,8 @@ class LogManager {
   void set_on_full(std::function<void()> on_full);
   // Bytes an ordinary record may still use (a reserve is kept for checkpoint records).
   std::uint64_t free_bytes() const;
+  // What ordinary records may use of an empty log.
+  std::uint64_t usable_bytes() const { return area_.capacity() - checkpoint_reserve_; }
   // Drops the records before lsn (a record start or the end) and persists the new start.
   void truncate_before(Lsn lsn);
   // Remembers, persisted in the header, where restart's analysis starts.

@@ -27,9 +27,10 @@ enum class LogRecordType : std::uint8_t {
   kCheckpointEnd,      // CheckpointEnd + ActiveTransaction[active_count]
   kRedoOperation,      // one table operation's page changes: (RedoPageBytes + bytes)*, atomic
   kPageBeforeImage,    // nvm-direct: RedoPageBytes + the bytes before an in-place change
+  kUndoCopy,           // UndoCopy + a live kUndoLogical payload, copied forward by a checkpoint
 };
 inline constexpr std::uint8_t kLastLogRecordType =
-    static_cast<std::uint8_t>(LogRecordType::kPageBeforeImage);
+    static_cast<std::uint8_t>(LogRecordType::kUndoCopy);
 
 // As stored in NVM, at an 8-byte aligned LSN.
 struct LogRecordHeader {
@@ -79,9 +80,16 @@ struct UndoLogical {
   std::uint32_t before_size;  // 0 for an insert
   std::uint32_t reserved2;
 };
+// A checkpoint copies each live undo record of an unfinished transaction to after its begin
+// record, so that the log can drop everything before it. The copy joins the transaction's
+// prev_lsn chain; order_lsn (the LSN of the step's first record) keeps the undo order and
+// tells copies of one step apart from others.
+struct UndoCopy {
+  Lsn order_lsn;  // an UndoLogical payload follows
+};
 struct Compensation {
   Lsn undo_next_lsn;  // the next record of this transaction still to undo (ARIES CLR)
-  Lsn undone_lsn;     // the kUndoLogical record this one compensates
+  Lsn undone_lsn;     // the kUndoLogical or kUndoCopy record this one compensates
 };
 // Entries of a kRedoOperation record that are no page bytes (RedoPageBytes::offset).
 inline constexpr std::uint32_t kRedoRootEntry = 0xFFFFFFFF;   // page_id: new root; 4-byte table id

@@ -10,7 +10,12 @@
 // whole or not at all. nvm-direct changes NVM in place: there each range's before-image is
 // logged and persisted before the bytes are handed out, so restart can put back an operation
 // the crash interrupted.
+//
+// No page logs more than its own size per operation (nvm-direct: plus at most one and a half
+// pages of before-images), so max_operation_log_bytes bounds what an operation appends: the
+// room TransactionManager::reserve() makes before it starts (no checkpoint runs inside it).
 #include <algorithm>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -34,16 +39,48 @@ class OperationLog {
   using InnerGuard = typename Inner::Guard;
   static constexpr bool kInPlace = std::is_same_v<Inner, NvmDirectAccess>;
 
+  // The smallest accepted log takes an operation on a tree of this height, with the margin
+  // of one more level that BTreeTable reserves for its undo; a deeper tree on a small log gets
+  // an Error from TransactionManager::reserve() instead.
+  static constexpr std::uint32_t kGuaranteedTreeHeight = 2;
+  // Live undo the smallest accepted log has room for besides such an operation.
+  static constexpr std::uint64_t kGuaranteedUndoRoom = 8 * 1024;
+
+  // The most an operation on a B-tree of this height appends to the log. It writes at most
+  // 2 * height + 2 pages (a split on every level and a new root; or a merge on every level),
+  // each logged at most whole (build_payload), and frees fewer; nvm-direct adds at most a
+  // half page and one whole page of before-images per page (before_image).
+  static constexpr std::uint64_t max_operation_log_bytes(std::uint32_t height) {
+    const std::uint64_t pages = 2 * std::uint64_t{height} + 2;
+    const std::uint64_t redo = pages * (2 * sizeof(RedoPageBytes) + kPageSize) +
+                               sizeof(RedoPageBytes) + sizeof(std::uint32_t);
+    const std::uint64_t images =
+        kInPlace ? pages * (kBeforeImageBudget + log_record_size(sizeof(RedoPageBytes) + kPageSize))
+                 : 0;
+    return log_record_size(redo) + images;
+  }
+
+  // Error at open if the log cannot hold an operation on a tree of kGuaranteedTreeHeight.
   OperationLog(Inner& inner, TransactionManager& transactions, bool swizzled_swips)
-      : inner_(inner), transactions_(transactions), swizzled_swips_(swizzled_swips) {}
+      : inner_(inner), transactions_(transactions), swizzled_swips_(swizzled_swips) {
+    transactions.require_log_room(max_operation_log_bytes(kGuaranteedTreeHeight + 1),
+                                  kGuaranteedUndoRoom, "an operation on a B-tree of height 2");
+  }
 
   Inner& inner() { return inner_; }
   TransactionManager& transactions() { return transactions_; }
   bool active() const { return txn_ != nullptr; }
 
-  void begin(TransactionState& txn, std::uint32_t swips_offset) {
+  // max_log_bytes: the operation's bound (max_operation_log_bytes), checked in debug builds.
+  void begin(TransactionState& txn, std::uint32_t swips_offset, std::uint64_t max_log_bytes) {
     txn_ = &txn;
     swips_offset_ = swips_offset;
+#ifndef NDEBUG
+    max_log_bytes_ = max_log_bytes;
+    log_end_at_begin_ = transactions_.log()->end_lsn();
+#else
+    (void)max_log_bytes;
+#endif
     transactions_.set_in_operation(true);
   }
   void note_dirty(PageId page, std::uint32_t offset, std::uint32_t length) {
@@ -82,12 +119,19 @@ class OperationLog {
   }
 
   // nvm-direct: logs and persists the bytes about to change, once per range and operation.
+  // Past half a page of a page's ranges, the whole page instead, and nothing more of it.
   void before_image(InnerGuard& guard, std::uint32_t offset, std::uint32_t length) {
     if constexpr (kInPlace) {
       const PageId page = guard.page_id();
       if (length == 0 ||
           std::find(imaged_whole_.begin(), imaged_whole_.end(), page) != imaged_whole_.end())
         return;
+      std::uint64_t& imaged = imaged_bytes(page);
+      imaged += log_record_size(sizeof(RedoPageBytes) + length);
+      if (imaged > kBeforeImageBudget) {
+        offset = 0;
+        length = kPageSize;
+      }
       if (length == kPageSize) imaged_whole_.push_back(page);
       const RedoPageBytes header{page, offset, length};
       const Lsn lsn = transactions_.append_chained(
@@ -108,6 +152,7 @@ class OperationLog {
     if (payload_.empty() && !logged_before_images_) return reset();
     const Lsn lsn =
         transactions_.append_chained(txn, LogRecordType::kRedoOperation, {std::span(payload_)});
+    assert(transactions_.log()->end_lsn() - log_end_at_begin_ <= max_log_bytes_);
     if (kInPlace || !to_free_.empty()) transactions_.log()->persist_up_to(lsn);
     for (InnerGuard& guard : pinned_)
       std::memcpy(guard.write(offsetof(PageHeader, lsn), sizeof(Lsn)), &lsn, sizeof(lsn));
@@ -143,9 +188,18 @@ class OperationLog {
     ranges_.clear();
     freed_.clear();
     imaged_whole_.clear();
+    imaged_.clear();
     root_may_change_ = false;
     root_entry_ = false;
     logged_before_images_ = false;
+  }
+
+  static constexpr std::uint64_t kBeforeImageBudget = kPageSize / 2;
+
+  std::uint64_t& imaged_bytes(PageId page) {
+    for (auto& [imaged_page, bytes] : imaged_)
+      if (imaged_page == page) return bytes;
+    return imaged_.emplace_back(page, 0).second;
   }
 
   InnerGuard* pinned_guard(PageId page) {
@@ -162,29 +216,64 @@ class OperationLog {
     if (length > 0) std::memcpy(payload_.data() + at + sizeof(entry), bytes, length);
   }
 
+  // Page by page, in the order of their first change: the page's ranges merged where they
+  // overlap or nearly touch (the after-images are read now, so order does not matter), or the
+  // whole page when it needs a full image or the ranges would not be smaller.
   void build_payload() {
     payload_.clear();
     for (PageId page : freed_) add_entry(page, kRedoFreedEntry, 0, nullptr);
-    full_logged_.clear();
-    for (const Range& range : ranges_) {
-      InnerGuard* guard = pinned_guard(range.page);
-      if (guard == nullptr) continue;  // freed
-      if (std::find(full_logged_.begin(), full_logged_.end(), range.page) != full_logged_.end())
+    logged_pages_.clear();
+    for (const Range& first : ranges_) {
+      if (std::find(logged_pages_.begin(), logged_pages_.end(), first.page) != logged_pages_.end())
         continue;
+      logged_pages_.push_back(first.page);
+      InnerGuard* guard = pinned_guard(first.page);
+      if (guard == nullptr) continue;  // freed
+      const std::uint64_t range_bytes = merge_ranges_of(first.page);
       Lsn page_lsn;
       std::memcpy(&page_lsn, guard->read(offsetof(PageHeader, lsn), sizeof(Lsn)), sizeof(Lsn));
       // nvm-direct writes no page back, so it has no torn page to repair from an image.
-      const bool full =
+      const bool image =
           !kInPlace && (page_lsn == kNoLsn || page_lsn < transactions_.checkpoint_lsn());
-      const std::uint32_t offset = full ? 0 : range.offset;
-      const std::uint32_t length = full ? std::uint32_t{kPageSize} : range.length;
-      if (full) full_logged_.push_back(range.page);
-      const std::size_t at = payload_.size() + sizeof(RedoPageBytes);
-      add_entry(range.page, offset, length,
-                full ? guard->whole_page() : guard->read(offset, length));
-      if (swizzled_swips_) unswizzle_copy(*guard, offset, length, payload_.data() + at);
+      if (image || range_bytes >= kPageSize) {
+        add_page_entry(*guard, 0, kPageSize, guard->whole_page());
+        continue;
+      }
+      for (const Range& range : page_ranges_)
+        add_page_entry(*guard, range.offset, range.length, guard->read(range.offset, range.length));
     }
     if (root_entry_) add_entry(root_page_, kRedoRootEntry, sizeof(root_table_), &root_table_);
+  }
+
+  // page_ranges_ = the page's ranges by offset, merged; returns the bytes their entries take.
+  std::uint64_t merge_ranges_of(PageId page) {
+    page_ranges_.clear();
+    for (const Range& range : ranges_)
+      if (range.page == page) page_ranges_.push_back(range);
+    std::sort(page_ranges_.begin(), page_ranges_.end(),
+              [](const Range& a, const Range& b) { return a.offset < b.offset; });
+    std::size_t merged = 0;
+    for (std::size_t i = 1; i < page_ranges_.size(); ++i) {
+      Range& last = page_ranges_[merged];
+      const Range& next = page_ranges_[i];
+      // A gap smaller than an entry header costs less logged than a second entry.
+      if (next.offset <= last.offset + last.length + sizeof(RedoPageBytes)) {
+        last.length = std::max(last.offset + last.length, next.offset + next.length) - last.offset;
+      } else {
+        page_ranges_[++merged] = next;
+      }
+    }
+    page_ranges_.resize(merged + 1);
+    std::uint64_t bytes = 0;
+    for (const Range& range : page_ranges_) bytes += sizeof(RedoPageBytes) + range.length;
+    return bytes;
+  }
+
+  void add_page_entry(InnerGuard& guard, std::uint32_t offset, std::uint32_t length,
+                      const std::byte* bytes) {
+    const std::size_t at = payload_.size() + sizeof(RedoPageBytes);
+    add_entry(guard.page_id(), offset, length, bytes);
+    if (swizzled_swips_) unswizzle_copy(guard, offset, length, payload_.data() + at);
   }
 
   // The log holds page ids where DRAM holds swizzled pointers (inner nodes' swip arrays).
@@ -217,8 +306,12 @@ class OperationLog {
   std::vector<Range> ranges_;
   std::vector<PageId> freed_;
   std::vector<PageId> imaged_whole_;
-  std::vector<PageId> full_logged_;
+  std::vector<std::pair<PageId, std::uint64_t>> imaged_;  // nvm-direct: before-image bytes
+  std::vector<PageId> logged_pages_;
+  std::vector<Range> page_ranges_;
   std::vector<std::byte> payload_;
+  std::uint64_t max_log_bytes_ = 0;
+  Lsn log_end_at_begin_ = kNoLsn;
   bool root_may_change_ = false;
   bool root_entry_ = false;
   std::uint32_t root_table_ = 0;

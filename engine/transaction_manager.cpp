@@ -52,7 +52,9 @@ void Transaction::abort_quietly() noexcept {
   try {
     manager_->abort(*state_);
   } catch (...) {
-    // A destructor cannot report; restart undoes what this abort could not.
+    // A destructor cannot report; restart undoes what this abort could not. The state dies
+    // with this handle, so the manager must not keep it.
+    manager_->forget(*state_);
   }
 }
 
@@ -73,6 +75,7 @@ Transaction TransactionManager::begin() {
 }
 
 TransactionState& TransactionManager::begin_autocommit() {
+  if (active_.contains(autocommit_.id)) forget(autocommit_);  // its abort failed
   autocommit_.reset(next_txn_++);
   active_[autocommit_.id] = &autocommit_;
   return autocommit_;
@@ -87,42 +90,75 @@ void TransactionManager::abort(TransactionState& txn) {
   // Newest first; each applied step logs its page changes and a compensation record.
   while (!txn.undo.empty()) {
     const TransactionState::UndoStep step = txn.undo.back();
-    std::vector<std::byte> payload(txn.payload(step).begin(), txn.payload(step).end());
-    step.table->apply_undo(txn, payload);
+    undo_scratch_.assign(txn.payload(step).begin(), txn.payload(step).end());
+    step.table->apply_undo(txn, undo_scratch_);
+    // apply_undo may have checkpointed: the record to name is the step's latest copy.
+    const Lsn undone = txn.undo.back().lsn;
     txn.undo.pop_back();
-    if (log_ != nullptr) {
-      Compensation clr{.undo_next_lsn = txn.undo.empty() ? kNoLsn : txn.undo.back().lsn,
-                       .undone_lsn = step.lsn};
-      append_chained(txn, LogRecordType::kCompensation, {bytes_of(clr)});
-    }
+    if (log_ == nullptr) continue;
+    const std::uint64_t copy_bytes = undo_copy_bytes(step.size);
+    txn.undo_copy_bytes -= copy_bytes;
+    live_undo_bytes_ -= copy_bytes;
+    Compensation clr{.undo_next_lsn = txn.undo.empty() ? kNoLsn : txn.undo.back().lsn,
+                     .undone_lsn = undone};
+    append_chained(txn, LogRecordType::kCompensation, {bytes_of(clr)});
   }
   if (log_ != nullptr && txn.last_lsn != kNoLsn) append_chained(txn, LogRecordType::kAbort, {});
   finish(txn);
 }
 
+void TransactionManager::forget(TransactionState& txn) { finish(txn); }
+
 void TransactionManager::finish(TransactionState& txn) {
+  live_undo_bytes_ -= txn.undo_copy_bytes;
+  txn.undo_copy_bytes = 0;
   txn.finished = true;
   active_.erase(txn.id);
 }
 
-void TransactionManager::before_operation() {
-  if (log_ == nullptr || log_->free_bytes() >= log_->capacity() / 2) return;
-  // Only worth it when truncation can free something: the oldest active record is not the
-  // log's start.
-  Lsn oldest = log_->end_lsn();
-  for (auto& [id, txn] : active_)
-    if (txn->first_lsn != kNoLsn) oldest = std::min(oldest, txn->first_lsn);
-  for (auto& [id, loser] : losers_) oldest = std::min(oldest, loser.state->first_lsn);
-  if (oldest > log_->start_lsn()) checkpoint();
+void TransactionManager::require_log_room(std::uint64_t operation_bytes, std::uint64_t undo_room,
+                                          std::string_view what) const {
+  if (log_ == nullptr) return;
+  const std::uint64_t needed = operation_bytes + undo_room + kSmallRecordsRoom;
+  if (log_->usable_bytes() < needed)
+    fail(
+        "log area too small: {} of its {} bytes are usable, but {} needs up to {} bytes and "
+        "undo records {} more; give the log more room (it takes an eighth of the NVM size)",
+        log_->usable_bytes(), log_->capacity(), what, operation_bytes,
+        undo_room + kSmallRecordsRoom);
+}
+
+void TransactionManager::make_room(std::uint64_t log_bytes) {
+  // 1. A checkpoint drops everything but the live undo records, which it copies forward.
+  checkpoint();
+  const std::uint64_t free = log_->free_bytes();
+  if (free >= log_bytes + live_undo_bytes_ + kSmallRecordsRoom) return;
+  // 2. Still too little: the operation alone is too large for this log (it would not fit
+  //    even without live undo), or the live undo fills the log (it takes room twice: the
+  //    copies in the log, and room for the next checkpoint to copy them again).
+  if (log_bytes + kSmallRecordsRoom > free + live_undo_bytes_)
+    fail("log full: an operation may log up to {} bytes, too much for a log of {} bytes", log_bytes,
+         log_->capacity());
+  std::size_t unfinished = losers_.size();
+  for (const auto& [id, txn] : active_) unfinished += txn->undo.empty() ? 0 : 1;
+  fail(
+      "log full: the undo records of {} unfinished transaction(s) take {} bytes and a "
+      "checkpoint must copy them forward, so a log of {} bytes has no room for an operation "
+      "of up to {} bytes more; commit or abort sooner, or give the log more room",
+      unfinished, live_undo_bytes_, log_->capacity(), log_bytes);
 }
 
 void TransactionManager::log_undo(TransactionState& txn, UndoTarget& table,
                                   std::span<const std::byte> undo) {
   Lsn lsn = kNoLsn;
-  if (log_ != nullptr) lsn = append_chained(txn, LogRecordType::kUndoLogical, {undo});
+  if (log_ != nullptr) {
+    lsn = append_chained(txn, LogRecordType::kUndoLogical, {undo});
+    txn.undo_copy_bytes += undo_copy_bytes(undo.size());
+    live_undo_bytes_ += undo_copy_bytes(undo.size());
+  }
   const std::size_t offset = txn.undo_bytes.size();
   txn.undo_bytes.insert(txn.undo_bytes.end(), undo.begin(), undo.end());
-  txn.undo.push_back({&table, lsn, offset, undo.size()});
+  txn.undo.push_back({&table, lsn, lsn, offset, undo.size()});
 }
 
 Lsn TransactionManager::append_chained(TransactionState& txn, LogRecordType type,
@@ -133,8 +169,10 @@ Lsn TransactionManager::append_chained(TransactionState& txn, LogRecordType type
 }
 
 void TransactionManager::on_log_full() {
+  // reserve() made room for the whole operation; a checkpoint now would write back pages
+  // whose changes are not logged yet.
   if (in_operation_)
-    fail("log full in the middle of an operation ({} bytes of log): configure more NVM",
+    fail("log full in the middle of an operation ({} bytes of log): it logged more than its bound",
          log_->capacity());
   checkpoint();
 }
@@ -146,31 +184,58 @@ void TransactionManager::checkpoint() {
     // 1. Begin, then every change before it durable in NVM or SSD.
     const Lsn begin = log_->append(LogRecordType::kCheckpointBegin, 0, kNoLsn);
     store_->checkpoint_pages();
-    // 2. End, with the transactions still active (losers awaiting undo included).
+    // 2. The live undo records after begin: no record before it is needed any more.
+    copy_live_undo_forward();
+    // 3. End, with the unfinished transactions (losers awaiting undo included).
     std::vector<ActiveTransaction> active;
-    Lsn keep = begin;
-    for (auto& [id, txn] : active_) {
-      if (txn->first_lsn == kNoLsn) continue;
-      active.push_back({id, txn->first_lsn, txn->last_lsn});
-      keep = std::min(keep, txn->first_lsn);
-    }
-    for (auto& [id, loser] : losers_) {
+    for (auto& [id, txn] : active_)
+      if (txn->first_lsn != kNoLsn) active.push_back({id, txn->first_lsn, txn->last_lsn});
+    for (auto& [id, loser] : losers_)
       active.push_back({id, loser.state->first_lsn, loser.state->last_lsn});
-      keep = std::min(keep, loser.state->first_lsn);
-    }
     CheckpointEnd end{.begin_lsn = begin, .active_count = active.size()};
     const Lsn end_lsn = log_->append(LogRecordType::kCheckpointEnd, 0, kNoLsn,
                                      {bytes_of(end), std::as_bytes(std::span(active))});
     log_->persist_up_to(end_lsn);
-    // 3. Restart starts here from now on; older records are needed only for undo.
+    // 4. Restart starts here from now on.
     log_->set_checkpoint(begin);
     checkpoint_lsn_ = begin;
-    log_->truncate_before(keep);
+    log_->truncate_before(begin);
+    ++checkpoints_;
   } catch (...) {
     checkpointing_ = false;
     throw;
   }
   checkpointing_ = false;
+}
+
+void TransactionManager::copy_live_undo_forward() {
+  // 1. Every live undo record, in undo order across transactions.
+  struct Live {
+    Lsn order;
+    TransactionState* txn;
+    Lsn* lsn;
+    Lsn* prev_lsn;  // losers only
+    std::span<const std::byte> payload;
+  };
+  std::vector<Live> live;
+  for (auto& [id, txn] : active_)
+    for (TransactionState::UndoStep& step : txn->undo)
+      live.push_back({step.order, txn, &step.lsn, nullptr, txn->payload(step)});
+  for (auto& [table, list] : pending_)
+    for (PendingUndo& undo : list)
+      live.push_back(
+          {undo.order, losers_.at(undo.txn).state.get(), &undo.lsn, &undo.prev_lsn, undo.payload});
+  std::sort(live.begin(), live.end(),
+            [](const Live& a, const Live& b) { return a.order < b.order; });
+  // 2. Each chain goes on through the copies (a crash halfway through leaves the old records
+  //    reachable); its first record becomes its first copy, so nothing before begin is kept.
+  for (auto& [id, txn] : active_) txn->first_lsn = kNoLsn;
+  for (auto& [id, loser] : losers_) loser.state->first_lsn = kNoLsn;
+  for (const Live& step : live) {
+    const UndoCopy copy{.order_lsn = step.order};
+    if (step.prev_lsn != nullptr) *step.prev_lsn = step.txn->last_lsn;
+    *step.lsn = append_chained(*step.txn, LogRecordType::kUndoCopy, {bytes_of(copy), step.payload});
+  }
 }
 
 void TransactionManager::recover(RestartReport& report) {
@@ -267,34 +332,52 @@ void TransactionManager::analyse_and_redo(RestartReport& report) {
   for (auto& [table, list] : pending_) {
     report.undo_records_pending += list.size();
     std::sort(list.begin(), list.end(),
-              [](const PendingUndo& a, const PendingUndo& b) { return a.lsn > b.lsn; });
+              [](const PendingUndo& a, const PendingUndo& b) { return a.order < b.order; });
   }
   report.undo_seconds = seconds_since(start);
 }
 
 void TransactionManager::collect_loser_undo(TxnId txn, Lsn first, Lsn last) {
-  // 1. Walk the chain newest first; a compensation record names the undo record it undid.
+  // 1. Walk the chain newest first. A compensation record names the undo record (or copy) it
+  //    undid; of the copies of one step (same order LSN) only the newest counts.
   auto state = std::make_unique<TransactionState>();
   state->reset(txn);
   state->first_lsn = first;
   state->last_lsn = last;
   std::unordered_set<Lsn> compensated;
+  std::unordered_set<Lsn> seen_steps;
   std::vector<std::byte> payload;
   std::size_t pending = 0;
   for (Lsn lsn = last; lsn != kNoLsn;) {
     LogRecord record = log_->record_at(lsn, payload);
     if (record.txn != txn) fail("log: corrupt undo chain of transaction {} at LSN {}", txn, lsn);
     if (record.type == LogRecordType::kCompensation) {
+      if (record.payload.size() < sizeof(Compensation))
+        fail("log: corrupt compensation record at LSN {}", lsn);
       Compensation clr;
       std::memcpy(&clr, record.payload.data(), sizeof(clr));
       compensated.insert(clr.undone_lsn);
-    } else if (record.type == LogRecordType::kUndoLogical && !compensated.contains(lsn)) {
-      UndoLogical undo;
-      std::memcpy(&undo, record.payload.data(), sizeof(undo));
-      pending_[undo.table_id].push_back(
-          {txn, lsn, record.prev_lsn,
-           std::vector<std::byte>(record.payload.begin(), record.payload.end())});
-      ++pending;
+    } else if (record.type == LogRecordType::kUndoLogical ||
+               record.type == LogRecordType::kUndoCopy) {
+      Lsn order = lsn;
+      std::span<const std::byte> undo_bytes = record.payload;
+      if (record.type == LogRecordType::kUndoCopy) {
+        if (undo_bytes.size() < sizeof(UndoCopy)) fail("log: corrupt undo copy at LSN {}", lsn);
+        UndoCopy copy;
+        std::memcpy(&copy, undo_bytes.data(), sizeof(copy));
+        order = copy.order_lsn;
+        undo_bytes = undo_bytes.subspan(sizeof(copy));
+      }
+      if (undo_bytes.size() < sizeof(UndoLogical)) fail("log: corrupt undo record at LSN {}", lsn);
+      if (seen_steps.insert(order).second && !compensated.contains(lsn)) {
+        UndoLogical undo;
+        std::memcpy(&undo, undo_bytes.data(), sizeof(undo));
+        pending_[undo.table_id].push_back(
+            {txn, lsn, order, record.prev_lsn,
+             std::vector<std::byte>(undo_bytes.begin(), undo_bytes.end())});
+        live_undo_bytes_ += undo_copy_bytes(undo_bytes.size());
+        ++pending;
+      }
     }
     if (lsn == first) break;
     lsn = record.prev_lsn;
@@ -311,19 +394,25 @@ void TransactionManager::undo_pending(UndoTarget& table) {
   auto found = pending_.find(table.table_id());
   if (found == pending_.end()) return;
   const auto start = std::chrono::steady_clock::now();
-  std::vector<PendingUndo> list = std::move(found->second);
-  pending_.erase(found);
-  for (PendingUndo& undo : list) {
-    Loser& loser = losers_.at(undo.txn);
+  // Newest first. Each record stays in pending_ until it is compensated, so a checkpoint
+  // that apply_undo triggers copies it forward (and renames it) like any live undo record.
+  std::vector<PendingUndo>& list = found->second;
+  while (!list.empty()) {
+    Loser& loser = losers_.at(list.back().txn);
     TransactionState& state = *loser.state;
-    table.apply_undo(state, undo.payload);
+    table.apply_undo(state, list.back().payload);
+    const PendingUndo& undo = list.back();
     Compensation clr{.undo_next_lsn = undo.prev_lsn, .undone_lsn = undo.lsn};
     append_chained(state, LogRecordType::kCompensation, {bytes_of(clr)});
+    live_undo_bytes_ -= undo_copy_bytes(undo.payload.size());
+    const TxnId txn = undo.txn;
+    list.pop_back();
     if (--loser.pending == 0) {
       append_chained(state, LogRecordType::kAbort, {});
-      losers_.erase(undo.txn);
+      losers_.erase(txn);
     }
   }
+  pending_.erase(table.table_id());
   report_.undo_seconds += seconds_since(start);
 }
 

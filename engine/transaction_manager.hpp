@@ -3,10 +3,17 @@
 // transaction, logical undo records, commit, abort with compensation, checkpoints and restart
 // (analysis, redo, the losers' undo). Without a log (main-memory) it keeps undo in DRAM only.
 // Single-threaded, like the buffer manager.
+//
+// Log space: before each changing operation (and each undo step) reserve() makes sure the log
+// can take the operation's records and the next checkpoint can still copy every live undo
+// record forward; a checkpoint copies them after its begin record, so it can always drop
+// everything before that. A transaction fails for lack of log space only when its live undo
+// fills about half the log.
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -20,6 +27,15 @@ namespace tristore {
 
 class TransactionManager {
  public:
+  // Kept free beyond an operation's bound for commit, abort and compensation records.
+  static constexpr std::uint64_t kSmallRecordsRoom = 4096;
+
+  // Log bytes of the copy a checkpoint makes of an undo record with this payload (no smaller
+  // than the record itself).
+  static constexpr std::uint64_t undo_copy_bytes(std::uint64_t payload_size) {
+    return log_record_size(sizeof(UndoCopy) + payload_size);
+  }
+
   // log and store both null: volatile.
   TransactionManager(LogManager* log, DurableStore* store);
   TransactionManager(const TransactionManager&) = delete;
@@ -33,10 +49,22 @@ class TransactionManager {
   TransactionState& begin_autocommit();
   void commit(TransactionState& txn);
   void abort(TransactionState& txn);
+  // A transaction whose abort failed: the manager lets go of it without logging anything.
+  void forget(TransactionState& txn);
 
-  // Called before each changing table operation, when no page is fixed: checkpoints while
-  // the log is more than half full, so that an operation never finds it full.
-  void before_operation();
+  // At open: Error unless the log can take an operation of operation_bytes with undo_room
+  // bytes of live undo beside it. `what` names the operation in the message.
+  void require_log_room(std::uint64_t operation_bytes, std::uint64_t undo_room,
+                        std::string_view what) const;
+  // Before each changing table operation and each undo step, when no page is fixed: makes
+  // room for log_bytes (the most the step appends) and for copying every live undo record
+  // forward, checkpointing if needed. Error if even a checkpoint leaves too little room.
+  void reserve(std::uint64_t log_bytes) {
+    if (log_ == nullptr) return;
+    if (log_->free_bytes() >= log_bytes + live_undo_bytes_ + kSmallRecordsRoom) [[likely]]
+      return;
+    make_room(log_bytes);
+  }
   // Logs (and remembers in txn) a logical undo record, before the table changes.
   void log_undo(TransactionState& txn, UndoTarget& table, std::span<const std::byte> undo);
   Lsn append_chained(TransactionState& txn, LogRecordType type,
@@ -47,6 +75,10 @@ class TransactionManager {
   void checkpoint();
   bool in_operation() const { return in_operation_; }
   void set_in_operation(bool value) { in_operation_ = value; }
+
+  // Log bytes that live undo records (unfinished transactions, losers) would take as copies.
+  std::uint64_t live_undo_bytes() const { return live_undo_bytes_; }
+  std::uint64_t checkpoints() const { return checkpoints_; }
 
   // Restart after open: analysis, redo, and the restoration of an interrupted nvm-direct
   // operation. The losers' undo waits until each table is opened (undo_pending), since only
@@ -59,16 +91,19 @@ class TransactionManager {
  private:
   struct PendingUndo {
     TxnId txn;
-    Lsn lsn;
-    Lsn prev_lsn;
+    Lsn lsn;       // the record to name in the compensation (moves with copies)
+    Lsn order;     // undo order across transactions
+    Lsn prev_lsn;  // the compensation's undo_next_lsn
     std::vector<std::byte> payload;
   };
   struct Loser {
     std::unique_ptr<TransactionState> state;
     std::size_t pending = 0;
   };
+  void make_room(std::uint64_t log_bytes);
   void on_log_full();
   void finish(TransactionState& txn);
+  void copy_live_undo_forward();
   void analyse_and_redo(RestartReport& report);
   void collect_loser_undo(TxnId txn, Lsn first, Lsn last);
 
@@ -78,10 +113,13 @@ class TransactionManager {
   Lsn checkpoint_lsn_ = kNoLsn;
   bool in_operation_ = false;
   bool checkpointing_ = false;
+  std::uint64_t live_undo_bytes_ = 0;
+  std::uint64_t checkpoints_ = 0;
   std::map<TxnId, TransactionState*> active_;
   TransactionState autocommit_;
   std::map<TxnId, Loser> losers_;
-  std::unordered_map<std::uint32_t, std::vector<PendingUndo>> pending_;  // newest first
+  std::unordered_map<std::uint32_t, std::vector<PendingUndo>> pending_;  // oldest first
+  std::vector<std::byte> undo_scratch_;
   RestartReport report_;
 };
 

@@ -25,16 +25,18 @@ class TransactionState {
  public:
   struct UndoStep {
     UndoTarget* table;
-    Lsn lsn;             // its kUndoLogical record; kNoLsn without a log
+    Lsn lsn;             // its kUndoLogical record, or the latest kUndoCopy; kNoLsn without a log
+    Lsn order;           // its kUndoLogical record's LSN: where it stands in undo order
     std::size_t offset;  // of its payload in undo_bytes
     std::size_t size;
   };
 
   TxnId id = 0;
-  Lsn first_lsn = kNoLsn;
-  Lsn last_lsn = kNoLsn;  // the newest record: prev_lsn of the next
+  Lsn first_lsn = kNoLsn;  // the oldest record still needed (a checkpoint moves it forward)
+  Lsn last_lsn = kNoLsn;   // the newest record: prev_lsn of the next
   std::vector<UndoStep> undo;
   std::vector<std::byte> undo_bytes;  // payloads, kept in one buffer (no allocation per step)
+  std::uint64_t undo_copy_bytes = 0;  // log bytes the next checkpoint needs to copy `undo`
   bool finished = false;
 
   void chain(Lsn lsn) {
@@ -46,6 +48,7 @@ class TransactionState {
     first_lsn = last_lsn = kNoLsn;
     undo.clear();
     undo_bytes.clear();
+    undo_copy_bytes = 0;
     finished = false;
   }
   std::span<const std::byte> payload(const UndoStep& step) const {

@@ -1,0 +1,242 @@
+// The log never fails a transaction for lack of space while its live undo fits: a transaction
+// that logs several times the log's size commits, or aborts back to where it began, through
+// checkpoints that copy its undo records forward; many small transactions keep going through
+// the smallest log; a log too small for the largest operation is an Error at open; a
+// transaction whose live undo fills the log gets a clear Error and can still abort.
+// Seeds are printed; TRISTORE_SEED replays.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "engine/database.hpp"
+#include "engine/table.hpp"
+#include "engine/transaction.hpp"
+#include "engine/transaction_manager.hpp"
+#include "tests/engine_log_space_support.hpp"
+#include "tests/test_support.hpp"
+
+namespace tristore {
+namespace {
+
+using namespace log_space_test;
+
+constexpr std::size_t kInserts = 600;
+constexpr std::size_t kChanges = 40;
+
+// Runs the long transaction; returns the log bytes it wrote.
+std::uint64_t run_long(Database& db, RowTable& table, Transaction& txn,
+                       const std::vector<Op>& ops) {
+  const std::uint64_t before = db.counters().log_bytes_written;
+  std::uint64_t done = 0;
+  for (const Op& op : ops) {
+    EXPECT_TRUE(run(table, txn, op, 1)) << "op " << done << " on key " << op.key;
+    ++done;
+  }
+  return db.counters().log_bytes_written - before;
+}
+
+class EngineLogSpace : public testing::TestWithParam<Architecture> {};
+
+TEST_P(EngineLogSpace, TransactionLoggingMoreThanTheLogHoldsCommits) {
+  const Architecture arch = GetParam();
+  const std::uint64_t seed = testing_support::test_seed();
+  const std::vector<Op> ops = long_transaction(seed, kInserts, kChanges);
+  const Model expected = model_with(ops, 1);
+  testing_support::DatabaseFiles files("tristore-log-space");
+  {
+    auto db = Database::open(config_for(arch, files, true));
+    auto table = db->create_table<std::uint64_t, Row>("rows");
+    load(table);
+    Transaction txn = db->begin();
+    const std::uint64_t logged = run_long(*db, table, txn, ops);
+    EXPECT_GT(logged, 2 * log_bytes(arch)) << "the transaction must outgrow the log";
+    txn.commit();
+    const Model seen = scan_all(table);
+    EXPECT_TRUE(same(seen, expected)) << difference(expected, seen);
+  }
+  auto db = Database::open(config_for(arch, files, false));
+  auto table = db->open_table<std::uint64_t, Row>("rows");
+  const Model seen = scan_all(table);
+  EXPECT_TRUE(same(seen, expected)) << "after reopen: " << difference(expected, seen);
+}
+
+TEST_P(EngineLogSpace, TransactionLoggingMoreThanTheLogHoldsAbortsBackToTheStart) {
+  const Architecture arch = GetParam();
+  const std::uint64_t seed = testing_support::test_seed();
+  const std::vector<Op> ops = long_transaction(seed, kInserts, kChanges);
+  testing_support::DatabaseFiles files("tristore-log-space");
+  {
+    auto db = Database::open(config_for(arch, files, true));
+    auto table = db->create_table<std::uint64_t, Row>("rows");
+    load(table);
+    Transaction txn = db->begin();
+    EXPECT_GT(run_long(*db, table, txn, ops), 2 * log_bytes(arch));
+    // The abort logs as much again (each undone insert shifts the leaf back).
+    const std::uint64_t before = db->counters().log_bytes_written;
+    txn.abort();
+    EXPECT_GT(db->counters().log_bytes_written - before, log_bytes(arch));
+    const Model seen = scan_all(table);
+    EXPECT_TRUE(same(seen, loaded_model())) << difference(loaded_model(), seen);
+    // The database goes on.
+    Transaction next = db->begin();
+    EXPECT_TRUE(table.insert(next, 1, make_row(1, 2)));
+    next.commit();
+  }
+  Model expected = loaded_model();
+  expected[1] = make_row(1, 2);
+  auto db = Database::open(config_for(arch, files, false));
+  auto table = db->open_table<std::uint64_t, Row>("rows");
+  const Model seen = scan_all(table);
+  EXPECT_TRUE(same(seen, expected)) << "after reopen: " << difference(expected, seen);
+}
+
+// Interleaved: two long transactions at once, one commits, the other aborts.
+TEST_P(EngineLogSpace, TwoInterleavedLongTransactionsKeepTheirOwnUndo) {
+  const Architecture arch = GetParam();
+  const std::uint64_t seed = testing_support::test_seed();
+  const std::vector<Op> ops = long_transaction(seed, 400, 20);
+  testing_support::DatabaseFiles files("tristore-log-space");
+  auto db = Database::open(config_for(arch, files, true));
+  auto table = db->create_table<std::uint64_t, Row>("rows");
+  load(table);
+  Transaction kept = db->begin();
+  Transaction dropped = db->begin();
+  Model expected = loaded_model();
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const bool keep = (ops[i].key >> 1) % 2 == 0;  // all steps on one key in one transaction
+    EXPECT_TRUE(run(table, keep ? kept : dropped, ops[i], keep ? 1 : 2)) << "op " << i;
+    if (keep) apply(expected, ops[i], 1);
+  }
+  dropped.abort();
+  kept.commit();
+  const Model seen = scan_all(table);
+  EXPECT_TRUE(same(seen, expected)) << difference(expected, seen);
+}
+
+TEST_P(EngineLogSpace, ManySmallTransactionsKeepGoingThroughTheSmallestLog) {
+  const Architecture arch = GetParam();
+  const std::uint64_t seed = testing_support::test_seed();
+  std::mt19937_64 random(seed);
+  testing_support::DatabaseFiles files("tristore-log-space");
+  Config config = config_for(arch, files, true);
+  config.nvm_bytes = arch == Architecture::kNvmDirect ? 4 * kMiB : 2 * kMiB;
+  if (arch == Architecture::kBasicNvm) config.nvm_bytes = 4 * kMiB;  // NVM holds every page
+  auto db = Database::open(config);
+  auto table = db->create_table<std::uint64_t, Row>("rows");
+  load(table);
+  Model expected = loaded_model();
+  const std::uint64_t before = db->counters().log_bytes_written;
+  for (std::uint64_t version = 1; version <= 1500; ++version) {
+    Transaction txn = db->begin();
+    Model changed = expected;
+    for (int n = 0; n < 3; ++n) {
+      const Op op{static_cast<Op::Kind>(random() % 3), random() % (2 * kLoadedRows)};
+      const bool present = changed.contains(op.key);
+      const bool done = run(table, txn, op, version);
+      ASSERT_EQ(done, op.kind == Op::kInsert ? !present : present) << "version " << version;
+      if (done) apply(changed, op, version);
+    }
+    if (random() % 4 == 0) {
+      txn.abort();
+    } else {
+      txn.commit();
+      expected = std::move(changed);
+    }
+  }
+  EXPECT_GT(db->counters().log_bytes_written - before, 10 * nvm_log_bytes(config.nvm_bytes));
+  const Model seen = scan_all(table);
+  EXPECT_TRUE(same(seen, expected)) << difference(expected, seen);
+}
+
+TEST_P(EngineLogSpace, LiveUndoThatFillsTheLogIsAClearErrorAndTheTransactionCanStillAbort) {
+  const Architecture arch = GetParam();
+  testing_support::DatabaseFiles files("tristore-log-space");
+  auto db = Database::open(config_for(arch, files, true));
+  auto table = db->create_table<std::uint64_t, Row>("rows");
+  load(table);
+  // Each update keeps a 512-byte before-image live until the end of the transaction.
+  Transaction txn = db->begin();
+  std::string message;
+  std::uint64_t updates = 0;
+  try {
+    for (std::uint64_t version = 1;; ++version)
+      for (std::uint64_t key = 0; key < 2 * kLoadedRows; key += 2, ++updates)
+        ASSERT_TRUE(table.update(txn, key, make_row(key, version)));
+  } catch (const Error& error) {
+    message = error.what();
+  }
+  EXPECT_NE(message.find("undo records"), std::string::npos) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  // Only live undo of more than a quarter of the log stops it (the log keeps room for a copy
+  // of it and for the largest operation).
+  const std::uint64_t live =
+      updates * TransactionManager::undo_copy_bytes(sizeof(UndoLogical) + sizeof(std::uint64_t) +
+                                                    sizeof(Row));
+  EXPECT_GT(live, log_bytes(arch) / 4) << updates << " updates: " << message;
+  txn.abort();
+  const Model seen = scan_all(table);
+  EXPECT_TRUE(same(seen, loaded_model())) << difference(loaded_model(), seen);
+  Transaction next = db->begin();
+  EXPECT_TRUE(table.update(next, 0, make_row(0, 7)));
+  next.commit();
+}
+
+INSTANTIATE_TEST_SUITE_P(Durable, EngineLogSpace, testing::ValuesIn(kDurable),
+                         [](const auto& info) {
+                           std::string name(architecture_name(info.param));
+                           std::erase(name, '-');
+                           return name;
+                         });
+
+// The sizing rule (a log of an eighth of NVM) serves a realistic long transaction on a small
+// NVM: 1000 updates of YCSB's 1000-byte rows in one transaction, 24 MiB of NVM.
+TEST(EngineLogSpaceSizing, ThousandUpdateYcsbTransactionFitsTheLogOf24MiBOfNvm) {
+  struct YcsbRow {
+    std::array<char, 1000> fields;
+  };
+  constexpr std::uint64_t kRecords = 4000;
+  for (Architecture arch : kDurable) {
+    SCOPED_TRACE(name(arch));
+    testing_support::DatabaseFiles files("tristore-log-space");
+    Config config = config_for(arch, files, true);
+    config.nvm_bytes = 24 * kMiB;
+    auto db = Database::open(config);
+    auto table = db->create_table<std::uint64_t, YcsbRow>("usertable");
+    table.bulk_load(kRecords, [](std::size_t i, std::uint64_t& key, YcsbRow& row) {
+      key = i;
+      row.fields.fill('a');
+    });
+    YcsbRow row;
+    row.fields.fill('b');
+    Transaction txn = db->begin();
+    for (std::uint64_t n = 0; n < 1000; ++n) ASSERT_TRUE(table.update(txn, n * 17 % kRecords, row));
+    txn.commit();
+    YcsbRow seen;
+    ASSERT_TRUE(table.get(999 * 17 % kRecords, seen));
+    EXPECT_EQ(seen.fields[0], 'b');
+  }
+}
+
+TEST(EngineLogSpaceOpen, LogTooSmallForTheLargestOperationIsAnErrorAtOpen) {
+  for (Architecture arch : kDurable) {
+    SCOPED_TRACE(name(arch));
+    testing_support::DatabaseFiles files("tristore-log-space");
+    Config config = config_for(arch, files, true);
+    config.nvm_bytes = kMiB;  // 128 KiB of log
+    std::string message;
+    try {
+      auto db = Database::open(config);
+    } catch (const Error& error) {
+      message = error.what();
+    }
+    EXPECT_NE(message.find("log area too small"), std::string::npos) << message;
+  }
+}
+
+}  // namespace
+}  // namespace tristore

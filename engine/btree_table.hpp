@@ -45,7 +45,9 @@ class BTreeTable final : public TableInterface<K, V> {
         access_(context),
         tree_(access_, root),
         read_tree_(read_access(context), root),
-        root_page_(root_page_id()) {}
+        root_page_(root_page_id()) {
+    if constexpr (kLogged) height_ = &context.tree_height(&root);
+  }
 
   std::uint32_t table_id() const override { return table_id_; }
 
@@ -98,6 +100,7 @@ class BTreeTable final : public TableInterface<K, V> {
   void bulk_load(std::size_t count, const Generate& generate, double fill_factor) override {
     tree_.bulk_load(count, generate, fill_factor);
     root_page_ = root_page_id();
+    if constexpr (kLogged) *height_ = {};  // the root page stays, the tree grows below it
     transactions_.checkpoint();
   }
 
@@ -154,11 +157,11 @@ class BTreeTable final : public TableInterface<K, V> {
            sizeof(V));
   }
 
-  // Levels of the tree (1: the root is a leaf), found again whenever the root has moved (a
-  // lower tree keeps its root: an overestimate is safe). An operation's log bound grows with it.
+  // Levels of the tree (1: the root is a leaf), found again whenever the root has moved or a
+  // bulk load filled it (a lower tree keeps its root: an overestimate is safe).
   std::uint32_t height() {
     const PageId root = root_page_id();
-    if (root == height_root_) return height_;
+    if (root == height_->root) return height_->height;
     std::uint32_t levels = 1;
     auto node = access_.fix(root_, nullptr);
     for (;;) {
@@ -171,8 +174,7 @@ class BTreeTable final : public TableInterface<K, V> {
       node = std::move(child);
       ++levels;
     }
-    height_root_ = root;
-    height_ = levels;
+    *height_ = {root, levels};
     return levels;
   }
 
@@ -222,7 +224,8 @@ class BTreeTable final : public TableInterface<K, V> {
   void operation(TransactionState& txn, Change&& change) {
     if constexpr (kLogged) {
       if (!transactions_.durable()) return change();
-      context_.begin(txn, InnerLayout<K>::kSwipsOffset, Context::max_operation_log_bytes(height_));
+      context_.begin(txn, InnerLayout<K>::kSwipsOffset,
+                     Context::max_operation_log_bytes(height_->height));
       try {
         change();
         if (context_.root_may_change()) {
@@ -257,8 +260,7 @@ class BTreeTable final : public TableInterface<K, V> {
   BTree<K, V, Access> tree_;
   BTree<K, V, ReadAccess> read_tree_;
   PageId root_page_;
-  PageId height_root_ = kInvalidPageId;
-  std::uint32_t height_ = 0;
+  TreeHeight* height_ = nullptr;  // shared with other objects over this tree
   std::vector<std::byte> undo_buffer_;
 };
 

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -32,6 +33,12 @@
 #include "tiers/nvm_direct_access.hpp"
 
 namespace tristore {
+
+// A B-tree's height as last seen with this root page (an operation's log bound grows with it).
+struct TreeHeight {
+  PageId root = kInvalidPageId;
+  std::uint32_t height = 0;
+};
 
 template <typename Inner>
 class OperationLog {
@@ -70,6 +77,9 @@ class OperationLog {
   Inner& inner() { return inner_; }
   TransactionManager& transactions() { return transactions_; }
   bool active() const { return txn_ != nullptr; }
+  // One per tree, shared by every table object over it (keyed by its root swip), so a bulk
+  // load through one object reaches the others. The reference stays valid.
+  TreeHeight& tree_height(const Swip* root) { return tree_heights_[root]; }
 
   // max_log_bytes: the operation's bound (max_operation_log_bytes), checked in debug builds.
   void begin(TransactionState& txn, std::uint32_t swips_offset, std::uint64_t max_log_bytes) {
@@ -310,6 +320,7 @@ class OperationLog {
   std::vector<PageId> logged_pages_;
   std::vector<Range> page_ranges_;
   std::vector<std::byte> payload_;
+  std::unordered_map<const Swip*, TreeHeight> tree_heights_;
   std::uint64_t max_log_bytes_ = 0;
   Lsn log_end_at_begin_ = kNoLsn;
   bool root_may_change_ = false;

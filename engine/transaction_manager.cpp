@@ -67,7 +67,13 @@ TransactionManager::TransactionManager(LogManager* log, DurableStore* store)
   log_->set_on_full([this] { on_log_full(); });
 }
 
+void TransactionManager::refuse_if_restart_needed(std::string_view what) const {
+  if (needs_restart_)
+    fail("cannot {}: an abort failed, reopen the database so that restart undoes it", what);
+}
+
 Transaction TransactionManager::begin() {
+  refuse_if_restart_needed("begin a transaction");
   auto state = std::make_unique<TransactionState>();
   state->reset(next_txn_++);
   active_[state->id] = state.get();
@@ -76,6 +82,7 @@ Transaction TransactionManager::begin() {
 
 TransactionState& TransactionManager::begin_autocommit() {
   if (active_.contains(autocommit_.id)) forget(autocommit_);  // its abort failed
+  refuse_if_restart_needed("begin a transaction");
   autocommit_.reset(next_txn_++);
   active_[autocommit_.id] = &autocommit_;
   return autocommit_;
@@ -107,7 +114,10 @@ void TransactionManager::abort(TransactionState& txn) {
   finish(txn);
 }
 
-void TransactionManager::forget(TransactionState& txn) { finish(txn); }
+void TransactionManager::forget(TransactionState& txn) {
+  if (log_ != nullptr && txn.last_lsn != kNoLsn) needs_restart_ = true;
+  finish(txn);
+}
 
 void TransactionManager::finish(TransactionState& txn) {
   live_undo_bytes_ -= txn.undo_copy_bytes;
@@ -179,6 +189,8 @@ void TransactionManager::on_log_full() {
 
 void TransactionManager::checkpoint() {
   if (log_ == nullptr || checkpointing_) return;
+  // A checkpoint would truncate the forgotten transaction's undo records.
+  refuse_if_restart_needed("checkpoint");
   checkpointing_ = true;
   try {
     // 1. Begin, then every change before it durable in NVM or SSD.

@@ -50,7 +50,11 @@ class TransactionManager {
   void commit(TransactionState& txn);
   void abort(TransactionState& txn);
   // A transaction whose abort failed: the manager lets go of it without logging anything.
+  // From then on its undo records are no longer copied forward, so a durable manager refuses
+  // new transactions and checkpoints (Error) until the database is reopened and restart
+  // undoes it from the log.
   void forget(TransactionState& txn);
+  bool needs_restart() const { return needs_restart_; }
 
   // At open: Error unless the log can take an operation of operation_bytes with undo_room
   // bytes of live undo beside it. `what` names the operation in the message.
@@ -103,6 +107,7 @@ class TransactionManager {
   void make_room(std::uint64_t log_bytes);
   void on_log_full();
   void finish(TransactionState& txn);
+  void refuse_if_restart_needed(std::string_view what) const;
   void copy_live_undo_forward();
   void analyse_and_redo(RestartReport& report);
   void collect_loser_undo(TxnId txn, Lsn first, Lsn last);
@@ -113,6 +118,7 @@ class TransactionManager {
   Lsn checkpoint_lsn_ = kNoLsn;
   bool in_operation_ = false;
   bool checkpointing_ = false;
+  bool needs_restart_ = false;  // an abort failed (forget)
   std::uint64_t live_undo_bytes_ = 0;
   std::uint64_t checkpoints_ = 0;
   std::map<TxnId, TransactionState*> active_;

@@ -1,5 +1,9 @@
 #include "engine/log_cursor.hpp"
 
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+
 #include "common/error.hpp"
 
 namespace tristore {
@@ -48,14 +52,32 @@ std::optional<LogRecord> LogCursor::end_of_log_at_invalid_record() {
 }
 
 Lsn LogCursor::find_record_persisted_after(Lsn invalid) const {
+  // Restart runs this over the rest of the area (up to 128 MiB), so it walks the area's words
+  // in runs up to the wrap point instead of mapping every candidate LSN to its offset.
+  constexpr std::uint64_t kLsnField = offsetof(LogRecordHeader, lsn);
+  static_assert(kLsnField % kLogRecordAlignment == 0 && kLogRecordAlignment == sizeof(Lsn));
   LogRecordHeader header;
   std::span<const std::byte> payload;
   const LogArea::Expectation expect{limit_, 0, max_epoch_};
-  for (Lsn lsn = invalid + kLogRecordAlignment; lsn + sizeof(LogRecordHeader) <= limit_;
-       lsn += kLogRecordAlignment) {
-    if (area_.stored_lsn(lsn) != lsn) continue;
-    if (area_.check(lsn, expect, header, payload, probe_buffer_) && header.persisted_lsn > invalid)
-      return lsn;
+  Lsn lsn = invalid + kLogRecordAlignment;
+  while (lsn + sizeof(LogRecordHeader) <= limit_) {
+    // 1. Candidates [lsn, lsn + run * 8): their LSN fields lie contiguous in the area.
+    const std::uint64_t candidates =
+        (limit_ - sizeof(LogRecordHeader) - lsn) / kLogRecordAlignment + 1;
+    const std::uint64_t run =
+        std::min(candidates, area_.contiguous(lsn + kLsnField) / kLogRecordAlignment);
+    const std::byte* fields = area_.at(lsn + kLsnField);
+    // 2. A candidate is a word that holds its own LSN; only those are checked in full.
+    for (std::uint64_t i = 0; i < run; ++i) {
+      Lsn stored;
+      std::memcpy(&stored, fields + i * kLogRecordAlignment, sizeof(stored));
+      const Lsn candidate = lsn + i * kLogRecordAlignment;
+      if (stored != candidate) continue;
+      if (area_.check(candidate, expect, header, payload, probe_buffer_) &&
+          header.persisted_lsn > invalid)
+        return candidate;
+    }
+    lsn += run * kLogRecordAlignment;
   }
   return kNoLsn;
 }

@@ -8,13 +8,12 @@
 
 namespace tristore {
 
-LogCursor::LogCursor(LogArea area, Lsn from, Lsn start, std::optional<Lsn> known_end,
-                     std::uint32_t max_epoch)
+LogCursor::LogCursor(LogArea area, Lsn from, Lsn limit, End end, std::uint32_t max_epoch)
     : area_(area),
       from_(from),
       position_(from),
-      limit_(known_end.value_or(start + area.capacity())),
-      end_known_(known_end.has_value()),
+      limit_(limit),
+      end_known_(end == End::kKnown),
       max_epoch_(max_epoch) {}
 
 std::optional<LogRecord> LogCursor::next() {
@@ -52,8 +51,8 @@ std::optional<LogRecord> LogCursor::end_of_log_at_invalid_record() {
 }
 
 Lsn LogCursor::find_record_persisted_after(Lsn invalid) const {
-  // Restart runs this over the rest of the area (up to 128 MiB), so it walks the area's words
-  // in runs up to the wrap point instead of mapping every candidate LSN to its offset.
+  // Restart runs this up to the header's end bound (about one bound step), walking the
+  // area's words in runs up to the wrap point instead of mapping each candidate to its offset.
   constexpr std::uint64_t kLsnField = offsetof(LogRecordHeader, lsn);
   static_assert(kLsnField % kLogRecordAlignment == 0 && kLogRecordAlignment == sizeof(Lsn));
   LogRecordHeader header;

@@ -16,10 +16,10 @@ namespace tristore {
 
 class LogCursor {
  public:
-  // known_end: the log's end where it is known (an open log); nullopt while recovery looks
-  // for it, up to start + capacity.
-  LogCursor(LogArea area, Lsn from, Lsn start, std::optional<Lsn> known_end,
-            std::uint32_t max_epoch);
+  // kKnown: limit is the log's end (an open log). kSought: recovery looks for the end; no
+  // record of the log ends beyond limit (the header's end bound, at most start + capacity).
+  enum class End { kKnown, kSought };
+  LogCursor(LogArea area, Lsn from, Lsn limit, End end, std::uint32_t max_epoch);
 
   // The next record, or nullopt at the end. Its payload is valid until the next call.
   std::optional<LogRecord> next();

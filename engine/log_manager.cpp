@@ -1,6 +1,7 @@
 #include "engine/log_manager.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cstdint>
 #include <limits>
 
@@ -32,33 +33,47 @@ std::uint64_t checkpoint_reserve(std::uint64_t capacity) {
   return std::min(kMaxCheckpointReserve, eighth);
 }
 
-std::uint32_t checksum_seed(std::uint64_t log_id) {
-  return static_cast<std::uint32_t>(log_id ^ (log_id >> 32));
+std::uint32_t random_log_id() {
+  const std::uint64_t id = random_nonzero_id();
+  const auto folded = static_cast<std::uint32_t>(id ^ (id >> 32));
+  return folded != 0 ? folded : 1;
+}
+
+std::uint64_t bound_step_for(std::uint64_t capacity, const LogOptions& options) {
+  constexpr std::uint64_t kMinStep = 4 << 10;
+  constexpr std::uint64_t kMaxStep = 1 << 20;
+  const std::uint64_t step = options.end_bound_step != 0
+                                 ? options.end_bound_step
+                                 : std::clamp(capacity / 64, kMinStep, kMaxStep);
+  return (step + kLogRecordAlignment - 1) / kLogRecordAlignment * kLogRecordAlignment;
 }
 
 }  // namespace
 
-LogManager::LogManager(NvmDevice& device, std::span<std::byte> area, const LogHeader& header)
+LogManager::LogManager(NvmDevice& device, std::span<std::byte> area, const LogHeader& header,
+                       const LogOptions& options)
     : device_(device),
       headers_(reinterpret_cast<LogHeader*>(area.data())),
-      area_(device, area.data() + kLogRecordAreaOffset, header.capacity,
-            checksum_seed(header.log_id)),
+      area_(device, area.data() + kLogRecordAreaOffset, header.capacity, header.log_id),
       log_id_(header.log_id),
       checkpoint_reserve_(checkpoint_reserve(header.capacity)),
+      end_bound_step_(bound_step_for(header.capacity, options)),
       epoch_(header.epoch),
       generation_(header.generation),
       start_(header.start_lsn),
       end_(header.start_lsn),
       persisted_(header.start_lsn),
-      checkpoint_(header.checkpoint_lsn) {}
+      checkpoint_(header.checkpoint_lsn),
+      end_bound_(header.end_bound) {}
 
-std::unique_ptr<LogManager> LogManager::create(NvmDevice& device, std::span<std::byte> area) {
+std::unique_ptr<LogManager> LogManager::create(NvmDevice& device, std::span<std::byte> area,
+                                               const LogOptions& options) {
   // 1. A fresh id, so that no record of a log formatted here before passes a checksum.
   const std::uint64_t capacity = record_capacity(device, area);
   const auto* old = reinterpret_cast<const LogHeader*>(area.data());
-  std::uint64_t log_id = random_nonzero_id();
+  std::uint32_t log_id = random_log_id();
   while ((old[0].valid() && old[0].log_id == log_id) || (old[1].valid() && old[1].log_id == log_id))
-    log_id = random_nonzero_id();
+    log_id = random_log_id();
 
   // 2. Both header copies at once: the old ones must not outlive the new one.
   LogHeader header{};
@@ -69,6 +84,7 @@ std::unique_ptr<LogManager> LogManager::create(NvmDevice& device, std::span<std:
   header.capacity = capacity;
   header.start_lsn = kFirstLsn;
   header.checkpoint_lsn = kNoLsn;
+  header.end_bound = kFirstLsn + bound_step_for(capacity, options);
   header.epoch = 1;
   header.checksum = header.compute_checksum();
   const LogHeader empty{};
@@ -77,10 +93,11 @@ std::unique_ptr<LogManager> LogManager::create(NvmDevice& device, std::span<std:
   device.write(area.data() + header.generation % kLogHeaderCopies * sizeof(LogHeader), &header,
                sizeof(header));
   device.persist(area.data(), kLogHeaderCopies * sizeof(LogHeader));
-  return std::unique_ptr<LogManager>(new LogManager(device, area, header));
+  return std::unique_ptr<LogManager>(new LogManager(device, area, header, options));
 }
 
-std::unique_ptr<LogManager> LogManager::open(NvmDevice& device, std::span<std::byte> area) {
+std::unique_ptr<LogManager> LogManager::open(NvmDevice& device, std::span<std::byte> area,
+                                             const LogOptions& options) {
   // 1. The valid header copy with the higher generation.
   const std::uint64_t capacity = record_capacity(device, area);
   LogHeader copies[kLogHeaderCopies];
@@ -108,12 +125,19 @@ std::unique_ptr<LogManager> LogManager::open(NvmDevice& device, std::span<std::b
                                            header->checkpoint_lsn % kLogRecordAlignment != 0))
     fail("log header corrupt: checkpoint LSN {} (start {})", header->checkpoint_lsn,
          header->start_lsn);
+  if (header->end_bound < header->start_lsn || header->end_bound % kLogRecordAlignment != 0 ||
+      (header->checkpoint_lsn != kNoLsn && header->checkpoint_lsn >= header->end_bound))
+    fail("log header corrupt: end bound {} (start {}, checkpoint {})", header->end_bound,
+         header->start_lsn, header->checkpoint_lsn);
   if (header->epoch == std::numeric_limits<std::uint32_t>::max())
     fail("log header corrupt: epoch {}", header->epoch);
 
-  // 3. Find the end: the first torn record (corruption before it throws).
-  auto log = std::unique_ptr<LogManager>(new LogManager(device, area, *header));
-  LogCursor cursor(log->area_, log->start_, log->start_, std::nullopt, log->epoch_);
+  // 3. Find the end: the first torn record (corruption before it throws). No record of the
+  //    log, intact or torn, ends beyond the end bound, so neither does any witness of
+  //    corruption; stale records beyond it have lower epochs or other LSNs.
+  auto log = std::unique_ptr<LogManager>(new LogManager(device, area, *header, options));
+  const Lsn limit = std::min(log->start_ + capacity, header->end_bound);
+  LogCursor cursor(log->area_, log->start_, limit, LogCursor::End::kSought, log->epoch_);
   while (cursor.next()) {
   }
   const Lsn end = cursor.position();
@@ -128,6 +152,7 @@ std::unique_ptr<LogManager> LogManager::open(NvmDevice& device, std::span<std::b
   log->end_ = log->persisted_ = end;
   log->area_.flush(log->start_, end - log->start_);
   log->epoch_ = header->epoch + 1;
+  log->end_bound_ = end + log->end_bound_step_;
   log->write_header_locked(log->start_, log->checkpoint_);
   return log;
 }
@@ -144,6 +169,8 @@ Lsn LogManager::append(LogRecordType type, TxnId txn, Lsn prev_lsn,
   if (!fits(size, type)) [[unlikely]]
     make_room(lock, size, type);
   const Lsn lsn = end_;
+  if (lsn + size > end_bound_) [[unlikely]]
+    raise_end_bound_locked(lsn + size);
   LogRecordHeader header{};
   header.payload_size = static_cast<std::uint32_t>(payload_size);
   header.lsn = lsn;
@@ -261,7 +288,15 @@ void LogManager::set_checkpoint(Lsn checkpoint_begin_lsn) {
   write_header_locked(start_, checkpoint_begin_lsn);
 }
 
+void LogManager::raise_end_bound_locked(Lsn record_end) {
+  // The header is persisted before any byte past the old bound is written: a crash that tears
+  // it leaves the other copy, whose bound covers everything written so far.
+  end_bound_ = record_end + end_bound_step_;
+  write_header_locked(start_, checkpoint_);
+}
+
 void LogManager::write_header_locked(Lsn start, Lsn checkpoint) {
+  assert(end_bound_ >= end_);
   LogHeader header{};
   header.magic = kLogMagic;
   header.version = kLogFormatVersion;
@@ -270,6 +305,7 @@ void LogManager::write_header_locked(Lsn start, Lsn checkpoint) {
   header.capacity = area_.capacity();
   header.start_lsn = start;
   header.checkpoint_lsn = checkpoint;
+  header.end_bound = end_bound_;
   header.epoch = epoch_;
   header.checksum = header.compute_checksum();
   LogHeader* copy = &headers_[header.generation % kLogHeaderCopies];
@@ -291,7 +327,7 @@ LogCursor LogManager::read_from(Lsn lsn) const {
   std::lock_guard lock(mutex_);
   if (lsn < start_ || lsn > end_)
     fail("log: cannot read from LSN {}, outside the log [{}, {}]", lsn, start_, end_);
-  return LogCursor(area_, lsn, start_, end_, epoch_);
+  return LogCursor(area_, lsn, end_, LogCursor::End::kKnown, epoch_);
 }
 
 LogRecord LogManager::record_at(Lsn lsn, std::vector<std::byte>& payload) const {
@@ -325,6 +361,10 @@ Lsn LogManager::persisted_lsn() const {
 Lsn LogManager::checkpoint_lsn() const {
   std::lock_guard lock(mutex_);
   return checkpoint_;
+}
+Lsn LogManager::end_bound() const {
+  std::lock_guard lock(mutex_);
+  return end_bound_;
 }
 LogStats LogManager::stats() const {
   std::lock_guard lock(mutex_);

@@ -38,13 +38,23 @@ struct LogStats {
   std::uint64_t fences = 0;  // fences issued by commit / persist_up_to
 };
 
+struct LogOptions {
+  // How far past its record's end an append moves the header's end bound when it would cross
+  // it: restart looks for the end at most this far past it, and appends write the header once
+  // per this many bytes of log. 0: capacity / 64, between 4 KiB and 1 MiB.
+  std::uint64_t end_bound_step = 0;
+};
+
 class LogManager {
  public:
   // Formats area (a span of device's mapping) as an empty log. Too small -> Error.
-  static std::unique_ptr<LogManager> create(NvmDevice& device, std::span<std::byte> area);
+  static std::unique_ptr<LogManager> create(NvmDevice& device, std::span<std::byte> area,
+                                            const LogOptions& options = {});
   // Validates the header (magic, version, checksum, capacity) and finds the end of the log
-  // after a crash: the first torn record. Corrupt header or records -> Error.
-  static std::unique_ptr<LogManager> open(NvmDevice& device, std::span<std::byte> area);
+  // after a crash: the first torn record, looked for up to the header's end bound. Corrupt
+  // header or records -> Error.
+  static std::unique_ptr<LogManager> open(NvmDevice& device, std::span<std::byte> area,
+                                          const LogOptions& options = {});
 
   LogManager(const LogManager&) = delete;
   LogManager& operator=(const LogManager&) = delete;
@@ -81,12 +91,15 @@ class LogManager {
   Lsn end_lsn() const;        // where the next record goes
   Lsn persisted_lsn() const;  // every record before it is durable
   Lsn checkpoint_lsn() const;
+  Lsn end_bound() const;  // as persisted in the header: no record ends beyond it
+  std::uint64_t end_bound_step() const { return end_bound_step_; }
   std::uint64_t capacity() const { return area_.capacity(); }
   std::uint32_t epoch() const { return epoch_; }
   LogStats stats() const;
 
  private:
-  LogManager(NvmDevice& device, std::span<std::byte> area, const LogHeader& header);
+  LogManager(NvmDevice& device, std::span<std::byte> area, const LogHeader& header,
+             const LogOptions& options);
 
   std::uint64_t reserve_for(LogRecordType type) const {
     const bool checkpoint =
@@ -98,14 +111,16 @@ class LogManager {
   }
   void make_room(std::unique_lock<std::mutex>& lock, std::uint64_t size, LogRecordType type);
   void persist_all_locked();
+  void raise_end_bound_locked(Lsn record_end);
   void write_header_locked(Lsn start, Lsn checkpoint);
   bool is_record_start_locked(Lsn lsn) const;
 
   NvmDevice& device_;
   LogHeader* headers_;  // the two copies, in NVM
   LogArea area_;
-  std::uint64_t log_id_;
+  std::uint32_t log_id_;
   std::uint64_t checkpoint_reserve_;
+  std::uint64_t end_bound_step_;
   std::uint32_t epoch_;
 
   mutable std::mutex mutex_;
@@ -114,6 +129,7 @@ class LogManager {
   Lsn end_;
   Lsn persisted_;
   Lsn checkpoint_ = kNoLsn;
+  Lsn end_bound_;  // the persisted header's; >= end_
   LogStats stats_;
   std::function<void()> on_full_;
   bool on_full_running_ = false;

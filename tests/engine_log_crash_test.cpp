@@ -57,6 +57,7 @@ struct CrashRun {
   std::size_t persisted = 0;         // records[0, persisted) were durable when a call returned
   Lsn committed_start = 0;           // start whose truncate_before returned
   std::vector<Lsn> requested_starts;
+  bool crashed_raising_end_bound = false;  // at the fence of an append's header write
 
   Lsn end() const {
     return records.empty() ? committed_start
@@ -75,6 +76,9 @@ class LogCrashTest : public ::testing::Test {
     for (int i = 0; i < 3; ++i) std::remove(image_path(i).c_str());
   }
   std::string image_path(int i) const { return path_ + ".crash" + std::to_string(i); }
+  // Crashes a random workload at fences 1..300, reopens three crash images of each and checks
+  // them against what the calls that returned promised.
+  void crash_at_each_fence(const LogOptions& options);
 
   std::unique_ptr<NvmDevice> make_device(const std::string& path, std::uint64_t area_bytes,
                                          bool create, bool crash_simulation) const {
@@ -95,7 +99,11 @@ class LogCrashTest : public ::testing::Test {
 // Random appends, commits, persists; the on_full checkpoint truncates about half the log.
 void run_until_crash(LogManager& log, CrashSimulator& simulator, std::mt19937_64& rng,
                      CrashRun& run) {
+  // An ordinary append fences only to persist a raised end bound; checkpoints fence too.
+  bool appending = false;
+  bool checkpointing = false;
   log.set_on_full([&] {
+    checkpointing = true;
     const Lsn begin = log.append(LogRecordType::kCheckpointBegin, 0, kNoLsn);
     run.records.push_back({begin, LogRecordType::kCheckpointBegin, 0, kNoLsn, {}});
     std::size_t keep = run.records.size() - 1;
@@ -108,6 +116,7 @@ void run_until_crash(LogManager& log, CrashSimulator& simulator, std::mt19937_64
     run.requested_starts.push_back(start);
     log.truncate_before(start);
     run.committed_start = start;
+    checkpointing = false;
   });
   TxnId committing = 0;
   try {
@@ -118,7 +127,9 @@ void run_until_crash(LogManager& log, CrashSimulator& simulator, std::mt19937_64
         const auto type = static_cast<LogRecordType>(1 + rng() % 3);  // redo, image, undo
         const Lsn prev = run.records.empty() ? kNoLsn : run.records.back().lsn;
         ModelRecord record{0, type, txn, prev, random_bytes(rng, rng() % 600)};
+        appending = true;
         record.lsn = log.append(type, txn, prev, {record.payload});
+        appending = false;
         run.records.push_back(std::move(record));
       } else if (choice < 9) {
         committing = txn;
@@ -134,6 +145,7 @@ void run_until_crash(LogManager& log, CrashSimulator& simulator, std::mt19937_64
       }
     }
   } catch (const SimulatedCrash&) {
+    run.crashed_raising_end_bound = appending && !checkpointing;
     // A commit whose fence crashed: its record was appended, the model has not seen it yet.
     if (log.end_lsn() != run.end()) {
       ASSERT_EQ(log.end_lsn(), run.end() + log_record_size(0));
@@ -149,9 +161,11 @@ struct RecoveryTally {
   std::size_t persisted = 0;              // persisted records found intact
   std::size_t unpersisted_survivors = 0;  // records read back that no call had made durable
   std::size_t torn_tails = 0;             // recoveries that ended before the last appended record
+  std::size_t end_bound_crashes = 0;      // crashes at the fence of an end bound's header write
 };
 
 void expect_recovered(const CrashRun& run, const LogManager& log, RecoveryTally& tally) {
+  ASSERT_EQ(log.end_bound(), log.end_lsn() + log.end_bound_step()) << "open persists a new bound";
   const Lsn start = log.start_lsn();
   ASSERT_GE(start, run.committed_start);
   if (start != run.committed_start) {
@@ -189,7 +203,7 @@ void expect_recovered(const CrashRun& run, const LogManager& log, RecoveryTally&
   }
 }
 
-TEST_F(LogCrashTest, CrashAtTheNthFenceKeepsEveryPersistedRecordAndNothingElse) {
+void LogCrashTest::crash_at_each_fence(const LogOptions& options) {
   const std::uint64_t seed = test_seed();
   RecoveryTally tally;
   std::uint64_t laps = 0;
@@ -200,10 +214,11 @@ TEST_F(LogCrashTest, CrashAtTheNthFenceKeepsEveryPersistedRecordAndNothingElse) 
     std::vector<std::uint64_t> image_seeds;
     {
       auto device = make_device(path_, 16 << 10, /*create=*/true, /*crash_simulation=*/true);
-      auto log = LogManager::create(*device, area(*device));
+      auto log = LogManager::create(*device, area(*device), options);
       crashed.committed_start = log->start_lsn();
       device->crash_simulator()->arm_crash_at_fence(n);
       ASSERT_NO_FATAL_FAILURE(run_until_crash(*log, *device->crash_simulator(), rng, crashed));
+      if (crashed.crashed_raising_end_bound) ++tally.end_bound_crashes;
       laps += crashed.end() / log->capacity();
       for (int i = 0; i < 3; ++i) {
         image_seeds.push_back(rng());
@@ -216,7 +231,7 @@ TEST_F(LogCrashTest, CrashAtTheNthFenceKeepsEveryPersistedRecordAndNothingElse) 
       CrashRun run = crashed;
       {
         auto device = make_device(image_path(i), 0, /*create=*/false, /*crash_simulation=*/false);
-        auto log = LogManager::open(*device, area(*device));
+        auto log = LogManager::open(*device, area(*device), options);
         ASSERT_NO_FATAL_FAILURE(expect_recovered(run, *log, tally));
         run.records.erase(std::lower_bound(run.records.begin(), run.records.end(), log->end_lsn(),
                                            [](const ModelRecord& r, Lsn l) { return r.lsn < l; }),
@@ -232,18 +247,28 @@ TEST_F(LogCrashTest, CrashAtTheNthFenceKeepsEveryPersistedRecordAndNothingElse) 
         run.persisted = run.records.size();
       }
       auto device = make_device(image_path(i), 0, /*create=*/false, /*crash_simulation=*/false);
-      auto log = LogManager::open(*device, area(*device));
+      auto log = LogManager::open(*device, area(*device), options);
       ASSERT_NO_FATAL_FAILURE(expect_recovered(run, *log, tally));
     }
   }
   std::printf(
       "%zu persisted records verified, %zu unpersisted ones survived, %zu torn tails, "
-      "%llu log laps\n",
+      "%llu log laps, %zu crashes raising the end bound\n",
       tally.persisted, tally.unpersisted_survivors, tally.torn_tails,
-      static_cast<unsigned long long>(laps));
+      static_cast<unsigned long long>(laps), tally.end_bound_crashes);
   EXPECT_GT(laps, 100u) << "the log rarely wrapped around";
   EXPECT_GT(tally.persisted, 1000u) << "too few persisted records were checked to mean anything";
   EXPECT_GT(tally.torn_tails, 0u) << "no crash image ended in a torn record";
+  EXPECT_GT(tally.end_bound_crashes, 0u) << "no crash hit the header write of an end bound";
+}
+
+TEST_F(LogCrashTest, CrashAtTheNthFenceKeepsEveryPersistedRecordAndNothingElse) {
+  crash_at_each_fence({});
+}
+
+// A bound step shorter than many records: most appends raise the bound first.
+TEST_F(LogCrashTest, CrashAtTheNthFenceWithASmallEndBoundStepKeepsEveryPersistedRecord) {
+  crash_at_each_fence({.end_bound_step = 256});
 }
 
 // What the child reports through the pipe once a record is durable.

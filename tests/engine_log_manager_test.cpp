@@ -541,6 +541,79 @@ TEST_F(LogManagerTest, ConcurrentAppendsToAFullLogRunOneCheckpointAtATime) {
   EXPECT_EQ(log->stats().records, kThreads * kPerThread + calls.load());
 }
 
+// The header copy open would take: the valid one with the higher generation.
+LogHeader current_header(std::span<const std::byte> area) {
+  LogHeader copies[kLogHeaderCopies];
+  std::memcpy(copies, area.data(), sizeof(copies));
+  const LogHeader& newer = copies[0].generation > copies[1].generation ? copies[0] : copies[1];
+  EXPECT_TRUE(newer.valid());
+  return newer;
+}
+
+TEST_F(LogManagerTest, EndBoundStaysWithinOneStepPastTheEndAndIsWrittenOncePerStep) {
+  create_device(64 << 10);
+  constexpr LogOptions kOptions{.end_bound_step = 1024};
+  std::mt19937_64 rng(12);
+  std::uint64_t truncations = 0;
+  {
+    auto log = LogManager::create(*device_, area(), kOptions);
+    log->set_on_full([&] {
+      log->truncate_before(log->end_lsn());
+      ++truncations;
+    });
+    const std::uint64_t first_generation = current_header(area()).generation;
+    for (int i = 0; i < 2000; ++i) {
+      append(*log, rng, 700);
+      const LogHeader header = current_header(area());
+      ASSERT_EQ(header.end_bound, log->end_bound()) << "record " << i;
+      ASSERT_GE(header.end_bound, log->end_lsn()) << "record " << i;
+      ASSERT_LE(header.end_bound, log->end_lsn() + kOptions.end_bound_step) << "record " << i;
+    }
+    EXPECT_GT(log->end_lsn(), 5 * log->capacity()) << "the log never wrapped around";
+    const std::uint64_t bound_writes =
+        current_header(area()).generation - first_generation - truncations;
+    EXPECT_LE(bound_writes, log->stats().bytes / kOptions.end_bound_step + 1);
+    EXPECT_GE(bound_writes, log->stats().bytes / (kOptions.end_bound_step + 750));
+  }
+  auto log = LogManager::open(*device_, area(), kOptions);
+  EXPECT_EQ(current_header(area()).end_bound, log->end_lsn() + kOptions.end_bound_step);
+}
+
+TEST_F(LogManagerTest, CorruptRecordWithPersistedRecordsAfterItAcrossManyBoundStepsIsAnError) {
+  create_device(64 << 10);
+  constexpr LogOptions kOptions{.end_bound_step = 256};
+  std::mt19937_64 rng(13);
+  std::deque<Expected> expected;
+  {
+    auto log = LogManager::create(*device_, area(), kOptions);
+    for (int i = 0; i < 40; ++i) {
+      expected.push_back(append(*log, rng, 300));
+      log->persist_up_to(log->end_lsn());
+    }
+    ASSERT_GT(current_header(area()).generation, 20u) << "the bound was rarely raised";
+  }
+  { LogManager::open(*device_, area(), kOptions); }  // intact: opens
+  // Every record after the 10th says the 10th was persisted; all lie within the bound.
+  area()[kLogRecordAreaOffset + expected[10].lsn + sizeof(LogRecordHeader) - 2] ^= std::byte{4};
+  EXPECT_THROW(LogManager::open(*device_, area(), kOptions), Error);
+}
+
+TEST_F(LogManagerTest, LogOfFormatVersionTwoIsAClearError) {
+  create_device(64 << 10);
+  { LogManager::create(*device_, area()); }
+  auto* headers = reinterpret_cast<LogHeader*>(area().data());
+  for (LogHeader& copy : {std::ref(headers[0]), std::ref(headers[1])}) {
+    copy.version = 2;
+    copy.checksum = copy.compute_checksum();
+  }
+  try {
+    LogManager::open(*device_, area());
+    FAIL() << "a version 2 log opened";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("format version 2"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(LogManagerTest, LogLivesInTheNvmTierLogArea) {
   NvmTierOptions options;
   options.device.path = path_;

@@ -151,9 +151,10 @@ inline std::string describe_difference(const Model& expected, const Model& seen)
          " changed (seen version) [" + changed + " ]";
 }
 
-// TRISTORE_CRASH_SOAK=N multiplies the crash points of the crash-simulator tests (default 1).
+// TRISTORE_SOAK_ITERATIONS=N (the one soak knob of the crash tests) multiplies the crash points
+// of the tiered crash-simulator test (default 1).
 inline std::uint64_t crash_soak() {
-  const char* soak = std::getenv("TRISTORE_CRASH_SOAK");
+  const char* soak = std::getenv("TRISTORE_SOAK_ITERATIONS");
   return soak != nullptr ? std::max(1, std::atoi(soak)) : 1;
 }
 

@@ -7,7 +7,7 @@
 // from the images must hold every acknowledged commit, nothing aborted, the transaction in
 // flight whole or not at all; after a clean close its files must hold a valid B-tree with the
 // same rows, whose NVM slot headers agree with the page table and with the pages they hold.
-// Seeds are printed; TRISTORE_SEED replays; TRISTORE_CRASH_SOAK=N tries N times more fences.
+// Seeds are printed; TRISTORE_SEED replays; TRISTORE_SOAK_ITERATIONS=N tries N times more fences.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -42,7 +42,7 @@ using namespace crash_test;
 
 constexpr std::uint64_t kTransactions = 120;
 constexpr std::uint64_t kCheckpointEvery = 40;  // besides the ones a filling log starts
-constexpr std::uint64_t kCrashPoints = 50;      // times TRISTORE_CRASH_SOAK
+constexpr std::uint64_t kCrashPoints = 50;      // times TRISTORE_SOAK_ITERATIONS
 constexpr std::uint64_t kImagesPerCrash = 2;
 
 // 8000 rows of 200 B (~150 leaves) over a dozen DRAM frames and (3tier) ~110 NVM slots.

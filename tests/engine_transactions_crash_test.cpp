@@ -44,17 +44,7 @@ using namespace crash_test;
       row = make_row(k, 0);
     });
     for (std::uint64_t i = 1;; ++i) {
-      const Txn txn = make_txn(seed, i);
-      Transaction t = db->begin();
-      for (const Op& op : txn.ops) {
-        if (op.kind == Op::kInsert) table.insert(t, op.key, make_row(op.key, i));
-        if (op.kind == Op::kUpdate) table.update(t, op.key, make_row(op.key, i));
-        if (op.kind == Op::kRemove) table.remove(t, op.key);
-      }
-      if (txn.commit)
-        t.commit();
-      else
-        t.abort();
+      run_txn(*db, table, seed, i);
       if (write(out, &i, sizeof(i)) != sizeof(i)) _exit(3);
     }
   } catch (const std::exception& e) {
@@ -121,19 +111,10 @@ void transactions_match_model(Architecture arch) {
   });
   Model model = loaded_model();
   for (std::uint64_t i = 1; i <= 150; ++i) {
+    run_txn(*db, table, seed, i);
     const Txn txn = make_txn(seed, i);
-    Transaction t = db->begin();
-    for (const Op& op : txn.ops) {
-      if (op.kind == Op::kInsert) table.insert(t, op.key, make_row(op.key, i));
-      if (op.kind == Op::kUpdate) table.update(t, op.key, make_row(op.key, i));
-      if (op.kind == Op::kRemove) table.remove(t, op.key);
-    }
-    if (txn.commit) {
-      t.commit();
+    if (txn.commit)
       for (const Op& op : txn.ops) apply(model, op, i);
-    } else {
-      t.abort();
-    }
     if (i % 25 == 0) {
       ASSERT_TRUE(same(scan_all(table), model)) << "after transaction " << i;
     }
@@ -155,17 +136,7 @@ void recovers_after_exit(Architecture arch, std::uint64_t transactions) {
       row = make_row(k, 0);
     });
     for (std::uint64_t i = 1; i <= transactions; ++i) {
-      const Txn txn = make_txn(seed, i);
-      Transaction t = db->begin();
-      for (const Op& op : txn.ops) {
-        if (op.kind == Op::kInsert) table.insert(t, op.key, make_row(op.key, i));
-        if (op.kind == Op::kUpdate) table.update(t, op.key, make_row(op.key, i));
-        if (op.kind == Op::kRemove) table.remove(t, op.key);
-      }
-      if (txn.commit)
-        t.commit();
-      else
-        t.abort();
+      run_txn(*db, table, seed, i);
     }
     // An unfinished transaction, then the crash.
     Transaction t = db->begin();

@@ -23,25 +23,9 @@ namespace tristore {
 namespace {
 
 using Guard = BufferManager::Guard;
+using testing::Architecture;
+using testing::kArchitectures;
 using testing::TestTiers;
-
-struct Architecture {
-  const char* name;
-  bool nvm;
-  bool ssd;
-  bool cache_line_grained;
-  bool mini_pages;
-  bool swizzling;
-};
-
-const Architecture kArchitectures[] = {
-    {"three_tier", true, true, true, true, true},
-    {"no_cl_grained", true, true, false, false, true},
-    {"no_mini_pages", true, true, true, false, true},
-    {"no_swizzling", true, true, true, true, false},
-    {"basic_nvm", true, false, false, false, false},
-    {"ssd_bm", false, true, false, false, false},
-};
 
 constexpr std::size_t kDirectories = 3;
 constexpr std::size_t kSwipsPerDirectory = 16;

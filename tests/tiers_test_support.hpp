@@ -15,6 +15,26 @@
 
 namespace tristore::testing {
 
+// The buffer-managed configurations every tiers test runs: 3tier, its three switches off one
+// by one, basic-nvm and ssd-bm.
+struct Architecture {
+  const char* name;
+  bool nvm;
+  bool ssd;
+  bool cache_line_grained;
+  bool mini_pages;
+  bool swizzling;
+};
+
+inline constexpr Architecture kArchitectures[] = {
+    {"three_tier", true, true, true, true, true},
+    {"no_cl_grained", true, true, false, false, true},
+    {"no_mini_pages", true, true, true, false, true},
+    {"no_swizzling", true, true, true, true, false},
+    {"basic_nvm", true, false, false, false, false},
+    {"ssd_bm", false, true, false, false, false},
+};
+
 class TestTiers {
  public:
   static constexpr std::uint64_t kLogBytes = 4096;

@@ -21,31 +21,16 @@
 #include "nvm/nvm_tier.hpp"
 #include "ssd/ssd_page_file.hpp"
 #include "tests/test_support.hpp"
+#include "tests/tiers_test_support.hpp"
 #include "tiers/buffer_manager.hpp"
 
 namespace tristore {
 namespace {
 
 using Guard = BufferManager::Guard;
+using testing::Architecture;
+using testing::kArchitectures;
 using Location = BufferManager::Location;
-
-struct Architecture {
-  const char* name;
-  bool nvm;
-  bool ssd;
-  bool cache_line_grained;
-  bool mini_pages;
-  bool swizzling;
-};
-
-const Architecture kArchitectures[] = {
-    {"three_tier", true, true, true, true, true},
-    {"no_cl_grained", true, true, false, false, true},
-    {"no_mini_pages", true, true, true, false, true},
-    {"no_swizzling", true, true, true, true, false},
-    {"basic_nvm", true, false, false, false, false},
-    {"ssd_bm", false, true, false, false, false},
-};
 
 constexpr std::size_t kDirectories = 4;
 constexpr std::size_t kChildren = 16;

@@ -12,17 +12,12 @@
 #include <string>
 #include <vector>
 
-#ifndef TRISTORE_BENCH_PATH
-#error "workloads/CMakeLists.txt passes the path of tristore-bench"
-#endif
+#include "tests/workloads_bench_support.hpp"
 
 namespace {
 
-struct Outcome {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
+using Outcome = tristore::testing_support::BenchOutcome;
+using tristore::testing_support::read_file;
 
 class WorkloadsBenchCli : public testing::Test {
  protected:
@@ -33,22 +28,9 @@ class WorkloadsBenchCli : public testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  static std::string read(const std::filesystem::path& path) {
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-  }
-
+  static std::string read(const std::filesystem::path& path) { return read_file(path); }
   Outcome run(const std::string& args) const {
-    const std::string command = std::string("'") + TRISTORE_BENCH_PATH + "' " + args + " >'" +
-                                (dir_ / "out").string() + "' 2>'" + (dir_ / "err").string() + "'";
-    const int raw = std::system(command.c_str());
-    Outcome outcome;
-    outcome.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-    outcome.out = read(dir_ / "out");
-    outcome.err = read(dir_ / "err");
-    return outcome;
+    return tristore::testing_support::run_bench(args, dir_);
   }
 
   // Small sizes and files inside the test's own directory.

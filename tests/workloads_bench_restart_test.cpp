@@ -16,43 +16,24 @@
 #include <string>
 
 #include "tests/test_support.hpp"
-
-#ifndef TRISTORE_BENCH_PATH
-#error "workloads/CMakeLists.txt passes the path of tristore-bench"
-#endif
+#include "tests/workloads_bench_support.hpp"
 
 namespace {
 
-struct Outcome {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
+using Outcome = tristore::testing_support::BenchOutcome;
 using tristore::testing_support::kNvmBase;
 using tristore::testing_support::kSsdBase;
+using tristore::testing_support::read_file;
 using tristore::testing_support::TempDir;
 
 class WorkloadsBenchRestart : public testing::Test {
  protected:
-  static std::string read(const std::filesystem::path& path) {
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-  }
-
+  static std::string read(const std::filesystem::path& path) { return read_file(path); }
   Outcome run(const std::string& args) const {
-    const std::string command =
-        std::string("'") + TRISTORE_BENCH_PATH + "' " + args + " --nvm-path '" +
-        (nvm_dir_.path / "x.nvm").string() + "' --ssd-path '" + (dir_.path / "x.ssd").string() +
-        "' >'" + (dir_.path / "out").string() + "' 2>'" + (dir_.path / "err").string() + "'";
-    const int raw = std::system(command.c_str());
-    Outcome outcome;
-    outcome.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-    outcome.out = read(dir_.path / "out");
-    outcome.err = read(dir_.path / "err");
-    return outcome;
+    return tristore::testing_support::run_bench(
+        args + " --nvm-path '" + (nvm_dir_.path / "x.nvm").string() + "' --ssd-path '" +
+            (dir_.path / "x.ssd").string() + "'",
+        dir_.path);
   }
 
   // A restart run of 0.4 s before the crash and 0.4 s after, sampled every 50 ms.

@@ -9,20 +9,9 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "common/splitmix64.hpp"
 
 namespace tristore {
-
-namespace {
-
-// splitmix64: tiny, seedable, good enough to pick which torn words survive.
-std::uint64_t next_random(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-}  // namespace
 
 CrashSimulator::CrashSimulator(const std::byte* working, std::uint64_t size)
     : working_(working), size_(size), durable_(working, working + size) {}
@@ -71,7 +60,7 @@ std::vector<std::byte> CrashSimulator::crash_image(std::uint64_t seed) const {
   for (std::uint64_t offset = 0; offset + 8 <= size_; offset += 8) {
     if (std::memcmp(working + offset, image.data() + offset, 8) == 0) continue;
     if (bits_left == 0) {
-      random_bits = next_random(state);
+      random_bits = splitmix64_next(state);
       bits_left = 64;
     }
     if (random_bits & 1) std::memcpy(image.data() + offset, working + offset, 8);

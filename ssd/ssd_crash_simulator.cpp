@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "common/splitmix64.hpp"
 #include "ssd/aligned_page_buffer.hpp"
 #include "ssd/direct_file.hpp"
 
@@ -17,14 +18,6 @@ static_assert(SsdCrashSimulator::kSectorSize == kDirectIoAlignment,
               "DirectFile's writes are whole sectors");
 
 namespace {
-
-// splitmix64: tiny and seedable; picks the fate of each unsynced write and sector.
-std::uint64_t next_random(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 bool all_zero(const std::byte* bytes, std::size_t length) {
   return std::all_of(bytes, bytes + length, [](std::byte b) { return b == std::byte{0}; });
@@ -129,12 +122,12 @@ SsdCrashSimulator::Image SsdCrashSimulator::image_for(std::uint64_t seed) const 
   Image image = durable_;
   std::uint64_t state = seed;
   for (const PendingWrite& write : pending_) {
-    const std::uint64_t fate = next_random(state) % 3;  // 0 whole, 1 dropped, 2 torn
+    const std::uint64_t fate = splitmix64_next(state) % 3;  // 0 whole, 1 dropped, 2 torn
     if (fate == 1) continue;
     std::uint64_t bits = 0;
     for (std::size_t at = 0; at < write.bytes.size(); at += kSectorSize) {
       if (fate == 2) {
-        if (at % (64 * kSectorSize) == 0) bits = next_random(state);
+        if (at % (64 * kSectorSize) == 0) bits = splitmix64_next(state);
         const bool kept = (bits >> (at / kSectorSize % 64)) & 1;
         if (!kept) continue;
       }

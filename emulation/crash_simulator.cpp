@@ -71,7 +71,14 @@ std::vector<std::byte> CrashSimulator::crash_image(std::uint64_t seed) const {
 }
 
 void CrashSimulator::write_crash_image(std::uint64_t seed, const std::string& path) const {
-  const std::vector<std::byte> image = crash_image(seed);
+  write_image(crash_image(seed), path);
+}
+
+void CrashSimulator::write_durable_image(const std::string& path) const {
+  write_image(durable_, path);
+}
+
+void CrashSimulator::write_image(const std::vector<std::byte>& image, const std::string& path) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
   if (fd < 0) fail("cannot write crash image {}: {}", path, std::strerror(errno));
   std::size_t written = 0;

@@ -32,6 +32,8 @@ class CrashSimulator {
   std::vector<std::byte> crash_image(std::uint64_t seed) const;
   // The same, as a file that NvmDevice can open.
   void write_crash_image(std::uint64_t seed, const std::string& path) const;
+  // What survives every crash: only what was fenced.
+  void write_durable_image(const std::string& path) const;
   const std::vector<std::byte>& durable_image() const { return durable_; }
 
   // Called by NvmDevice::flush and NvmDevice::fence.
@@ -43,6 +45,8 @@ class CrashSimulator {
     std::uint64_t line;
     std::byte content[64];
   };
+
+  static void write_image(const std::vector<std::byte>& image, const std::string& path);
 
   const std::byte* working_;
   std::uint64_t size_;

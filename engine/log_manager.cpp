@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "common/error.hpp"
@@ -37,6 +38,12 @@ std::uint32_t random_log_id() {
   const std::uint64_t id = random_nonzero_id();
   const auto folded = static_cast<std::uint32_t>(id ^ (id >> 32));
   return folded != 0 ? folded : 1;
+}
+
+// A header copy that create left empty and no header write has reached since.
+bool is_blank(const LogHeader& copy) {
+  const LogHeader empty{};
+  return std::memcmp(&copy, &empty, sizeof(copy)) == 0;
 }
 
 std::uint64_t bound_step_for(std::uint64_t capacity, const LogOptions& options) {
@@ -98,13 +105,18 @@ std::unique_ptr<LogManager> LogManager::create(NvmDevice& device, std::span<std:
 
 std::unique_ptr<LogManager> LogManager::open(NvmDevice& device, std::span<std::byte> area,
                                              const LogOptions& options) {
-  // 1. The valid header copy with the higher generation.
+  // 1. The valid header copy with the higher generation. A copy that is neither valid nor
+  //    blank (never written since create) is torn or damaged: it may have been the newer one.
   const std::uint64_t capacity = record_capacity(device, area);
   LogHeader copies[kLogHeaderCopies];
   device.read(copies, area.data(), sizeof(copies));
   const LogHeader* header = nullptr;
-  for (const LogHeader& copy : copies)
+  std::size_t damaged = kLogHeaderCopies;
+  for (std::size_t i = 0; i < kLogHeaderCopies; ++i) {
+    const LogHeader& copy = copies[i];
     if (copy.valid() && (header == nullptr || copy.generation > header->generation)) header = &copy;
+    if (!copy.valid() && !is_blank(copy)) damaged = i;
+  }
   if (header == nullptr) {
     if (copies[0].magic != kLogMagic && copies[1].magic != kLogMagic)
       fail("no tristore log in {} (bad magic)", device.path());
@@ -129,21 +141,35 @@ std::unique_ptr<LogManager> LogManager::open(NvmDevice& device, std::span<std::b
       (header->checkpoint_lsn != kNoLsn && header->checkpoint_lsn >= header->end_bound))
     fail("log header corrupt: end bound {} (start {}, checkpoint {})", header->end_bound,
          header->start_lsn, header->checkpoint_lsn);
-  if (header->epoch == std::numeric_limits<std::uint32_t>::max())
+  if (header->epoch >= std::numeric_limits<std::uint32_t>::max() - 2)
     fail("log header corrupt: epoch {}", header->epoch);
 
   // 3. Find the end: the first torn record (corruption before it throws). No record of the
   //    log, intact or torn, ends beyond the end bound, so neither does any witness of
   //    corruption; stale records beyond it have lower epochs or other LSNs.
+  //    With a damaged copy, that copy may have been the newer one: it may have raised the
+  //    bound, moved the start (then the records from the older start are overwritten only
+  //    from the older start on, and the checkpoint check below fails) or begun the next epoch
+  //    (one open). So look for the end past the older bound, accept records one epoch newer,
+  //    and open two epochs on so that no record of that run joins the log later.
   auto log = std::unique_ptr<LogManager>(new LogManager(device, area, *header, options));
-  const Lsn limit = std::min(log->start_ + capacity, header->end_bound);
-  LogCursor cursor(log->area_, log->start_, limit, LogCursor::End::kSought, log->epoch_);
+  const bool from_older = damaged != kLogHeaderCopies;
+  const Lsn limit =
+      from_older ? log->start_ + capacity : std::min(log->start_ + capacity, header->end_bound);
+  const std::uint32_t newest_epoch = header->epoch + (from_older ? 1 : 0);
+  LogCursor cursor(log->area_, log->start_, limit, LogCursor::End::kSought, newest_epoch);
   while (cursor.next()) {
   }
   const Lsn end = cursor.position();
-  if (log->checkpoint_ != kNoLsn && log->checkpoint_ >= end)
+  if (log->checkpoint_ != kNoLsn && log->checkpoint_ >= end) {
+    if (from_older)
+      fail(
+          "log header corrupt: copy {} is damaged and the other copy no longer matches the log "
+          "(its checkpoint at LSN {} lies beyond the end of the log at LSN {})",
+          damaged, log->checkpoint_, end);
     fail("log corrupt: checkpoint LSN {} lies beyond the end of the log at LSN {}",
          log->checkpoint_, end);
+  }
 
   // 4. Records that survived may still sit in CPU caches after a process crash: flush them
   //    before appending after them; the header write's fence covers them. A new epoch keeps
@@ -151,7 +177,8 @@ std::unique_ptr<LogManager> LogManager::open(NvmDevice& device, std::span<std::b
   std::lock_guard lock(log->mutex_);
   log->end_ = log->persisted_ = end;
   log->area_.flush(log->start_, end - log->start_);
-  log->epoch_ = header->epoch + 1;
+  log->epoch_ = newest_epoch + 1;
+  log->recovered_from_older_header_ = from_older;
   log->end_bound_ = end + log->end_bound_step_;
   log->write_header_locked(log->start_, log->checkpoint_);
   return log;
@@ -278,14 +305,21 @@ void LogManager::truncate_before(Lsn lsn) {
   write_header_locked(lsn, checkpoint_ >= lsn ? checkpoint_ : kNoLsn);
 }
 
-void LogManager::set_checkpoint(Lsn checkpoint_begin_lsn) {
+void LogManager::complete_checkpoint(Lsn checkpoint_begin_lsn, Lsn keep_from) {
   std::lock_guard lock(mutex_);
   if (checkpoint_begin_lsn < start_ || checkpoint_begin_lsn >= end_ ||
       !is_record_start_locked(checkpoint_begin_lsn))
     fail("log: checkpoint LSN {} is not a record of the log [{}, {})", checkpoint_begin_lsn, start_,
          end_);
+  if (keep_from < start_ || keep_from > checkpoint_begin_lsn ||
+      (keep_from != start_ && !is_record_start_locked(keep_from)))
+    fail("log: cannot keep the log from LSN {}: not a record in [{}, {}]", keep_from, start_,
+         checkpoint_begin_lsn);
+  // Everything the header will point at must be durable before the header names it.
   if (persisted_ != end_) persist_all_locked();
-  write_header_locked(start_, checkpoint_begin_lsn);
+  write_header_locked(keep_from, checkpoint_begin_lsn);
+  ++stats_.checkpoints;
+  device_.counters().log_checkpoints += 1;
 }
 
 void LogManager::raise_end_bound_locked(Lsn record_end) {

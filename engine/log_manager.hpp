@@ -5,7 +5,7 @@
 // (group commit). Thread-safe: one mutex orders appends.
 //
 //   auto log = LogManager::create(tier.device(), tier.log_area());
-//   log->set_on_full([&] { engine.checkpoint(); });  // checkpoint, then truncate_before()
+//   log->set_on_full([&] { engine.checkpoint(); });  // ends in complete_checkpoint()
 //   Lsn undo = log->append(LogRecordType::kUndoLogical, txn, kNoLsn, {bytes_of(undo), key,
 //   before}); log->commit(txn, undo);                           // returns once the commit is
 //   durable
@@ -34,8 +34,9 @@ std::span<const std::byte> bytes_of(const T& value) {
 
 struct LogStats {
   std::uint64_t records = 0;
-  std::uint64_t bytes = 0;   // padded record bytes appended
-  std::uint64_t fences = 0;  // fences issued by commit / persist_up_to
+  std::uint64_t bytes = 0;        // padded record bytes appended
+  std::uint64_t fences = 0;       // fences issued by commit / persist_up_to
+  std::uint64_t checkpoints = 0;  // completed (named in the header)
 };
 
 struct LogOptions {
@@ -69,7 +70,7 @@ class LogManager {
   // none when they are already durable.
   void persist_up_to(Lsn lsn);
 
-  // Called, without locks held, when an append does not fit: checkpoint and truncate_before().
+  // Called, without locks held, when an append does not fit: checkpoint, complete_checkpoint().
   void set_on_full(std::function<void()> on_full);
   // Bytes an ordinary record may still use (a reserve is kept for checkpoint records).
   std::uint64_t free_bytes() const;
@@ -77,8 +78,10 @@ class LogManager {
   std::uint64_t usable_bytes() const { return area_.capacity() - checkpoint_reserve_; }
   // Drops the records before lsn (a record start or the end) and persists the new start.
   void truncate_before(Lsn lsn);
-  // Remembers, persisted in the header, where restart's analysis starts.
-  void set_checkpoint(Lsn checkpoint_begin_lsn);
+  // Names a finished checkpoint (restart's analysis starts at its begin record) and drops the
+  // records before keep_from (a record start, start_lsn() <= keep_from <= checkpoint begin),
+  // in one header write: a crash leaves the old checkpoint and start, or both new ones.
+  void complete_checkpoint(Lsn checkpoint_begin_lsn, Lsn keep_from);
 
   LogCursor read_from(Lsn lsn) const;
   // The record at lsn, its payload copied into payload (record.payload views it), for undo
@@ -95,6 +98,9 @@ class LogManager {
   std::uint64_t end_bound_step() const { return end_bound_step_; }
   std::uint64_t capacity() const { return area_.capacity(); }
   std::uint32_t epoch() const { return epoch_; }
+  // Whether open found one header copy damaged (not merely never written) and recovered from
+  // the other one.
+  bool recovered_from_older_header() const { return recovered_from_older_header_; }
   LogStats stats() const;
 
  private:
@@ -122,6 +128,7 @@ class LogManager {
   std::uint64_t checkpoint_reserve_;
   std::uint64_t end_bound_step_;
   std::uint32_t epoch_;
+  bool recovered_from_older_header_ = false;
 
   mutable std::mutex mutex_;
   std::uint64_t generation_;

@@ -195,9 +195,11 @@ void TransactionManager::checkpoint() {
   try {
     // 1. Begin, then every change before it durable in NVM or SSD.
     const Lsn begin = log_->append(LogRecordType::kCheckpointBegin, 0, kNoLsn);
+    checkpoint_begins_.push_back(begin);
     store_->checkpoint_pages();
-    // 2. The live undo records after begin: no record before it is needed any more.
-    copy_live_undo_forward();
+    // 2. Where the log will start, and the live undo records before it copied after begin.
+    const Lsn keep_from = choose_keep_from();
+    copy_live_undo_forward(keep_from);
     // 3. End, with the unfinished transactions (losers awaiting undo included).
     std::vector<ActiveTransaction> active;
     for (auto& [id, txn] : active_)
@@ -208,10 +210,11 @@ void TransactionManager::checkpoint() {
     const Lsn end_lsn = log_->append(LogRecordType::kCheckpointEnd, 0, kNoLsn,
                                      {bytes_of(end), std::as_bytes(std::span(active))});
     log_->persist_up_to(end_lsn);
-    // 4. Restart starts here from now on.
-    log_->set_checkpoint(begin);
+    // 4. Restart starts here from now on, and the log before keep_from is free: one header
+    //    write, so a crash cannot leave the checkpoint named but the space still held.
+    log_->complete_checkpoint(begin, keep_from);
     checkpoint_lsn_ = begin;
-    log_->truncate_before(begin);
+    std::erase_if(checkpoint_begins_, [&](Lsn lsn) { return lsn < keep_from; });
     ++checkpoints_;
   } catch (...) {
     checkpointing_ = false;
@@ -220,8 +223,32 @@ void TransactionManager::checkpoint() {
   checkpointing_ = false;
 }
 
-void TransactionManager::copy_live_undo_forward() {
-  // 1. Every live undo record, in undo order across transactions.
+Lsn TransactionManager::choose_keep_from() const {
+  // The log may start at any checkpoint-begin record once every live undo record before it
+  // has a copy after it. The newest begin frees the most, but after a crash that cut a
+  // checkpoint short (or a checkpoint that failed), its copies fill part of the log: then an
+  // earlier begin, whose later copies need not be made again, may be all the room allows.
+  // The start itself always fits (nothing to copy), so a checkpoint never fails for lack of
+  // room to copy.
+  std::vector<std::pair<Lsn, std::uint64_t>> live;  // newest copy, its copy's size
+  for (const auto& [id, txn] : active_)
+    for (const TransactionState::UndoStep& step : txn->undo)
+      live.push_back({step.lsn, undo_copy_bytes(step.size)});
+  for (const auto& [table, list] : pending_)
+    for (const PendingUndo& undo : list)
+      live.push_back({undo.lsn, undo_copy_bytes(undo.payload.size())});
+  const std::uint64_t room = log_->free_bytes();
+  for (auto candidate = checkpoint_begins_.rbegin(); candidate != checkpoint_begins_.rend();
+       ++candidate) {
+    std::uint64_t copies = 0;
+    for (const auto& [lsn, bytes] : live) copies += lsn < *candidate ? bytes : 0;
+    if (copies <= room) return *candidate;
+  }
+  return log_->start_lsn();
+}
+
+void TransactionManager::copy_live_undo_forward(Lsn keep_from) {
+  // 1. Every live undo record before keep_from, in undo order across transactions.
   struct Live {
     Lsn order;
     TransactionState* txn;
@@ -232,22 +259,35 @@ void TransactionManager::copy_live_undo_forward() {
   std::vector<Live> live;
   for (auto& [id, txn] : active_)
     for (TransactionState::UndoStep& step : txn->undo)
-      live.push_back({step.order, txn, &step.lsn, nullptr, txn->payload(step)});
+      if (step.lsn < keep_from)
+        live.push_back({step.order, txn, &step.lsn, nullptr, txn->payload(step)});
   for (auto& [table, list] : pending_)
     for (PendingUndo& undo : list)
-      live.push_back(
-          {undo.order, losers_.at(undo.txn).state.get(), &undo.lsn, &undo.prev_lsn, undo.payload});
+      if (undo.lsn < keep_from)
+        live.push_back({undo.order, losers_.at(undo.txn).state.get(), &undo.lsn, &undo.prev_lsn,
+                        undo.payload});
   std::sort(live.begin(), live.end(),
             [](const Live& a, const Live& b) { return a.order < b.order; });
   // 2. Each chain goes on through the copies (a crash halfway through leaves the old records
-  //    reachable); its first record becomes its first copy, so nothing before begin is kept.
-  for (auto& [id, txn] : active_) txn->first_lsn = kNoLsn;
-  for (auto& [id, loser] : losers_) loser.state->first_lsn = kNoLsn;
+  //    reachable).
   for (const Live& step : live) {
     const UndoCopy copy{.order_lsn = step.order};
     if (step.prev_lsn != nullptr) *step.prev_lsn = step.txn->last_lsn;
     *step.lsn = append_chained(*step.txn, LogRecordType::kUndoCopy, {bytes_of(copy), step.payload});
   }
+  // 3. A transaction's first needed record is now its oldest live undo record (restart walks
+  //    its chain back to there), so nothing before keep_from is needed.
+  for (auto& [id, txn] : active_) {
+    txn->first_lsn = kNoLsn;
+    for (const TransactionState::UndoStep& step : txn->undo)
+      if (txn->first_lsn == kNoLsn || step.lsn < txn->first_lsn) txn->first_lsn = step.lsn;
+  }
+  for (auto& [id, loser] : losers_) loser.state->first_lsn = kNoLsn;
+  for (auto& [table, list] : pending_)
+    for (const PendingUndo& undo : list) {
+      Lsn& first = losers_.at(undo.txn).state->first_lsn;
+      if (first == kNoLsn || undo.lsn < first) first = undo.lsn;
+    }
 }
 
 void TransactionManager::recover(RestartReport& report) {
@@ -269,15 +309,27 @@ void TransactionManager::analyse_and_redo(RestartReport& report) {
   std::unordered_map<PageId, Lsn> freed_at;
   std::vector<Lsn> interrupted;
   TxnId max_txn = 0;
-  Lsn end = log_->checkpoint_lsn();
+  const Lsn checkpoint = log_->checkpoint_lsn();
+  bool checkpoint_ended = checkpoint == kNoLsn;
+  Lsn end = checkpoint;
   {
     LogCursor cursor = log_->read_from_checkpoint();
     while (std::optional<LogRecord> next = cursor.next()) {
       const LogRecord& record = *next;
       end = record.next_lsn;
+      if (record.lsn == checkpoint && record.type != LogRecordType::kCheckpointBegin)
+        fail("log corrupt: the checkpoint at LSN {} is no checkpoint-begin record", checkpoint);
+      // Where a checkpoint started, finished or not, the log may start later on.
+      if (record.type == LogRecordType::kCheckpointBegin) checkpoint_begins_.push_back(record.lsn);
       if (record.type == LogRecordType::kCheckpointEnd) {
         CheckpointEnd header;
+        if (record.payload.size() < sizeof(header))
+          fail("log corrupt: checkpoint end at LSN {}", record.lsn);
         std::memcpy(&header, record.payload.data(), sizeof(header));
+        if (record.payload.size() !=
+            sizeof(header) + header.active_count * sizeof(ActiveTransaction))
+          fail("log corrupt: checkpoint end at LSN {}", record.lsn);
+        if (header.begin_lsn == checkpoint) checkpoint_ended = true;
         for (std::uint64_t i = 0; i < header.active_count; ++i) {
           ActiveTransaction a;
           std::memcpy(&a, record.payload.data() + sizeof(header) + i * sizeof(a), sizeof(a));
@@ -304,6 +356,13 @@ void TransactionManager::analyse_and_redo(RestartReport& report) {
       }
     }
   }
+  // The header names a checkpoint only once its end record is durable: without one, the log
+  // (or the header) is damaged, and the active transactions it listed are unknown.
+  if (!checkpoint_ended)
+    fail(
+        "log corrupt: the checkpoint at LSN {} has no end record before the end of the log at LSN "
+        "{}",
+        checkpoint, end);
   report.log_bytes_scanned = end - log_->checkpoint_lsn();
   if (max_txn >= next_txn_) next_txn_ = max_txn + 1;
   report.analysis_seconds = seconds_since(start);

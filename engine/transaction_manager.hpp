@@ -108,7 +108,8 @@ class TransactionManager {
   void on_log_full();
   void finish(TransactionState& txn);
   void refuse_if_restart_needed(std::string_view what) const;
-  void copy_live_undo_forward();
+  Lsn choose_keep_from() const;
+  void copy_live_undo_forward(Lsn keep_from);
   void analyse_and_redo(RestartReport& report);
   void collect_loser_undo(TxnId txn, Lsn first, Lsn last);
 
@@ -125,6 +126,8 @@ class TransactionManager {
   TransactionState autocommit_;
   std::map<TxnId, Loser> losers_;
   std::unordered_map<std::uint32_t, std::vector<PendingUndo>> pending_;  // oldest first
+  // Checkpoint-begin records since the log's start, oldest first: where it may start next.
+  std::vector<Lsn> checkpoint_begins_;
   std::vector<std::byte> undo_scratch_;
   RestartReport report_;
 };

@@ -111,10 +111,9 @@ void run_until_crash(LogManager& log, CrashSimulator& simulator, std::mt19937_64
     if (rng() % 2 == 0)
       while (keep > 0 && run.records[keep - 1].lsn >= middle) --keep;
     const Lsn start = run.records[keep].lsn;
-    log.set_checkpoint(begin);
-    run.persisted = run.records.size();  // set_checkpoint persisted everything
     run.requested_starts.push_back(start);
-    log.truncate_before(start);
+    log.complete_checkpoint(begin, start);
+    run.persisted = run.records.size();  // complete_checkpoint persisted everything
     run.committed_start = start;
     checkpointing = false;
   });

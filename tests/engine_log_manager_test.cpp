@@ -195,8 +195,7 @@ TEST_F(LogManagerTest, OnFullCallbackRunsAndItsCheckpointMakesRoom) {
   log->set_on_full([&] {
     ++calls;
     const Lsn begin = log->append(LogRecordType::kCheckpointBegin, 0, kNoLsn);
-    log->set_checkpoint(begin);
-    log->truncate_before(begin);
+    log->complete_checkpoint(begin, begin);
   });
   std::mt19937_64 rng(4);
   const std::vector<std::byte> payload = random_payload(rng, 1000);
@@ -260,8 +259,7 @@ TEST_F(LogManagerTest, ReopenAfterCleanCloseFindsEveryRecordAndAppendsAfterThem)
   {
     auto log = LogManager::create(*device_, area());
     for (int i = 0; i < 20; ++i) expected.push_back(append(*log, rng, 300));
-    log->set_checkpoint(expected[5].lsn);
-    log->truncate_before(expected[3].lsn);
+    log->complete_checkpoint(expected[5].lsn, expected[3].lsn);
     expected.erase(expected.begin(), expected.begin() + 3);
   }
   reopen_device(path_);
@@ -367,7 +365,7 @@ TEST_F(LogManagerTest, CorruptOrForeignHeaderIsAnErrorButOneGoodCopySuffices) {
   {
     auto log = LogManager::create(*device_, area());
     for (int i = 0; i < 3; ++i) expected.push_back(append(*log, rng, 100));
-    log->set_checkpoint(expected[1].lsn);  // a second header generation
+    log->complete_checkpoint(expected[1].lsn, log->start_lsn());  // a second generation
   }
   auto* headers = reinterpret_cast<LogHeader*>(area().data());
   const std::uint64_t current = headers[0].generation > headers[1].generation ? 0 : 1;
@@ -394,6 +392,76 @@ TEST_F(LogManagerTest, CorruptOrForeignHeaderIsAnErrorButOneGoodCopySuffices) {
   EXPECT_NE(open_error().find("corrupt"), std::string::npos) << open_error();
   std::memset(area().data(), 0, kLogRecordAreaOffset);
   EXPECT_NE(open_error().find("bad magic"), std::string::npos) << open_error();
+}
+
+// A header copy spoiled after it was persisted (not torn while written): the other copy is a
+// generation older. Its end bound may lie before records appended since, and its epoch may
+// be one open behind theirs; open must still find every record, never stop at the old bound
+// or drop the newer epoch's records as stale.
+void spoil_newer_header_copy(std::span<std::byte> area) {
+  auto* headers = reinterpret_cast<LogHeader*>(area.data());
+  const std::size_t newer = headers[0].generation > headers[1].generation ? 0 : 1;
+  reinterpret_cast<std::byte*>(&headers[newer])[20] ^= std::byte{0x40};
+  ASSERT_FALSE(headers[newer].valid());
+}
+
+TEST_F(LogManagerTest, DamagedNewerHeaderCopyLosesNoRecordPastTheOlderCopysEndBound) {
+  create_device(64 << 10);
+  const LogOptions options{.end_bound_step = 4096};
+  std::mt19937_64 rng(21);
+  std::deque<Expected> expected;
+  Lsn older_bound = kNoLsn;
+  {
+    auto log = LogManager::create(*device_, area(), options);
+    // Until a record past 5 steps raised the bound: the older copy has the bound before that.
+    for (bool raised = false; !raised || log->end_lsn() < 5 * options.end_bound_step;) {
+      const Lsn bound = log->end_bound();
+      expected.push_back(append(*log, rng, 300));
+      raised = log->end_bound() != bound;
+      if (raised) older_bound = bound;
+    }
+    log->persist_up_to(log->end_lsn());
+    ASSERT_GT(log->end_lsn(), older_bound) << "the last records lie past the older copy's bound";
+  }
+  spoil_newer_header_copy(area());
+  {
+    auto log = LogManager::open(*device_, area(), options);
+    EXPECT_TRUE(log->recovered_from_older_header());
+    expect_log_holds(*log, expected);
+    expected.push_back(append(*log, rng, 300));
+    log->persist_up_to(log->end_lsn());
+  }
+  auto log = LogManager::open(*device_, area(), options);
+  EXPECT_FALSE(log->recovered_from_older_header());
+  expect_log_holds(*log, expected);
+}
+
+TEST_F(LogManagerTest, DamagedHeaderCopyOfTheLastOpenKeepsThatRunsRecords) {
+  create_device(64 << 10);
+  std::mt19937_64 rng(22);
+  std::deque<Expected> expected;
+  {
+    auto log = LogManager::create(*device_, area());
+    for (int i = 0; i < 5; ++i) expected.push_back(append(*log, rng, 200));
+    log->persist_up_to(log->end_lsn());
+  }
+  std::uint32_t run_epoch = 0;
+  {
+    auto log = LogManager::open(*device_, area());  // its header write is the newer copy
+    run_epoch = log->epoch();
+    for (int i = 0; i < 5; ++i) expected.push_back(append(*log, rng, 200));
+    log->persist_up_to(log->end_lsn());
+  }
+  spoil_newer_header_copy(area());
+  {
+    auto log = LogManager::open(*device_, area());
+    expect_log_holds(*log, expected);
+    EXPECT_GT(log->epoch(), run_epoch) << "the crashed run's stale records could join the log";
+    expected.push_back(append(*log, rng, 200));
+    log->persist_up_to(log->end_lsn());
+  }
+  auto log = LogManager::open(*device_, area());
+  expect_log_holds(*log, expected);
 }
 
 TEST_F(LogManagerTest, RandomlyCorruptedLogOpensAsAPrefixOrIsAnErrorNeverGarbage) {
@@ -467,8 +535,11 @@ TEST_F(LogManagerTest, TruncateCheckpointAndRecordAtRejectLsnsThatAreNoRecordSta
   log->append(LogRecordType::kCommit, 2, kNoLsn);
   EXPECT_THROW(log->truncate_before(first + 8), Error);
   EXPECT_THROW(log->truncate_before(log->end_lsn() + 8), Error);
-  EXPECT_THROW(log->set_checkpoint(first + 8), Error);
-  EXPECT_THROW(log->set_checkpoint(log->end_lsn()), Error);
+  EXPECT_THROW(log->complete_checkpoint(first + 8, first), Error);
+  EXPECT_THROW(log->complete_checkpoint(log->end_lsn(), first), Error);
+  const Lsn second = first + log_record_size(0);
+  EXPECT_THROW(log->complete_checkpoint(second, first + 8), Error);  // keep from no record
+  EXPECT_THROW(log->complete_checkpoint(first, second), Error);      // keep from after it
   std::vector<std::byte> payload;
   EXPECT_THROW(log->record_at(log->end_lsn(), payload), Error);
   EXPECT_THROW(log->record_at(first + 8, payload), Error);

@@ -326,6 +326,7 @@ void crash_at_many_fences(Architecture arch) {
 
 // A checkpoint in the middle of a long transaction, cut at each of its fences with several
 // crash images each: the copies of the live undo records survive whole, in part or not at all.
+// image_seed 0: the image holds only what was fenced.
 Simulated simulate_checkpoint(Architecture arch, const testing_support::DatabaseFiles& files,
                               const std::string& image, const std::vector<Op>& ops,
                               std::uint64_t image_seed, std::uint64_t crash_at) {
@@ -354,7 +355,8 @@ Simulated simulate_checkpoint(Architecture arch, const testing_support::Database
   } catch (const SimulatedCrash&) {
     outcome.crashed = true;
   }
-  if (outcome.crashed) crash->write_crash_image(image_seed, image);
+  if (outcome.crashed && image_seed == 0) crash->write_durable_image(image);
+  if (outcome.crashed && image_seed != 0) crash->write_crash_image(image_seed, image);
   return outcome;
 }
 
@@ -405,7 +407,7 @@ std::vector<Lsn> last_checkpoint_copies(const Config& config) {
     if (record->type == LogRecordType::kCheckpointBegin) copies.clear();
     if (record->type == LogRecordType::kUndoCopy) copies.push_back(record->lsn);
   }
-  EXPECT_LT(log->checkpoint_lsn(), copies.empty() ? 0 : copies.front()) << "checkpoint finished";
+  EXPECT_LT(log->checkpoint_lsn(), copies.empty() ? 0 : copies.front()) << "checkpoint missing";
   return copies;
 }
 
@@ -431,8 +433,9 @@ void crash_while_copying(Architecture arch) {
   ASSERT_GE(full.fences, 3u);
   Config config = config_for(arch, files, false);
   config.nvm_path = image;
-  // The fence that would name the checkpoint in the log header: its copies are all durable.
-  ASSERT_TRUE(simulate_checkpoint(arch, files, image, ops, seed, full.fences - 1).crashed);
+  // The fence that would name the checkpoint in the log header: its copies are all durable,
+  // the header write is not (a crash image may keep it; the durable image never does).
+  ASSERT_TRUE(simulate_checkpoint(arch, files, image, ops, 0, full.fences).crashed);
   const std::vector<Lsn> copies = last_checkpoint_copies(config);
   ASSERT_GT(copies.size(), 100u);
   const std::string pristine = files.nvm_dir.file("pristine.nvm");
@@ -450,6 +453,49 @@ void crash_while_copying(Architecture arch) {
     const Model seen = scan_all(table);
     EXPECT_TRUE(same(seen, committed_before())) << difference(committed_before(), seen);
   }
+}
+
+// The header names a checkpoint only once its copies and end record are durable; a log that
+// ends inside a named checkpoint is damaged (no crash leaves it), and restart must say so
+// rather than undo only the copies it can see.
+void refuse_checkpoint_without_end(Architecture arch) {
+  const std::uint64_t seed = testing_support::test_seed();
+  const std::vector<Op> ops = long_transaction(seed, 100, 40);
+  testing_support::DatabaseFiles files("tristore-log-space-sim");
+  const std::string image = files.nvm_dir.file("image.nvm");
+  {
+    Config config = config_for(arch, files, true);
+    config.nvm_crash_simulation = true;
+    auto db = Database::open(config);
+    auto table = db->create_table<std::uint64_t, Row>("rows");
+    load(table);
+    Transaction txn = db->begin();
+    for (const Op& op : ops) EXPECT_TRUE(run(table, txn, op, 1));
+    db->checkpoint();
+    db->nvm_crash_simulator()->write_durable_image(image);
+    db->nvm_crash_simulator()->arm_crash_at_fence(1);  // nothing more reaches NVM
+    db->simulate_crash_on_close();
+  }
+  Config config = config_for(arch, files, false);
+  config.nvm_path = image;
+  const std::vector<Lsn> copies = last_checkpoint_copies(config);
+  ASSERT_GT(copies.size(), 10u);
+  tear_record(config, copies[copies.size() / 2]);
+  try {
+    auto db = Database::open(config);
+    auto table = db->open_table<std::uint64_t, Row>("rows");
+    ADD_FAILURE() << "opened a log that ends inside its named checkpoint; "
+                  << difference(loaded_model(), scan_all(table));
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no end record"), std::string::npos) << e.what();
+  }
+}
+
+TEST(EngineLogSpaceCrashSimulator, BasicNvmRefusesACheckpointWhoseEndRecordIsMissing) {
+  refuse_checkpoint_without_end(Architecture::kBasicNvm);
+}
+TEST(EngineLogSpaceCrashSimulator, NvmDirectRefusesACheckpointWhoseEndRecordIsMissing) {
+  refuse_checkpoint_without_end(Architecture::kNvmDirect);
 }
 
 TEST(EngineLogSpaceCrashSimulator, BasicNvmUndoesOnceAndInOrderAfterAPrefixOfTheCopies) {

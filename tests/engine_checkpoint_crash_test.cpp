@@ -42,9 +42,23 @@ Model committed_before() {
   return model;
 }
 
-Config simulated_config(Architecture arch, const testing_support::DatabaseFiles& files,
-                        bool create) {
-  Config config = config_for(arch, files, create);
+// Both files on tmpfs: their durability is simulated anyway, and O_DIRECT on this VM's disk
+// would make each of the many runs slow.
+struct Files {
+  testing_support::TempDir dir{testing_support::kNvmBase, "tristore-checkpoint-crash"};
+  std::string nvm = dir.file("db.nvm");
+  std::string ssd = dir.file("db.ssd");
+};
+
+Config simulated_config(Architecture arch, const Files& files, bool create) {
+  Config config;
+  config.architecture = arch;
+  config.dram_bytes = 2 * kMiB;
+  config.nvm_bytes = small_nvm_bytes(arch);
+  config.ssd_bytes = 64 * kMiB;
+  config.nvm_path = files.nvm;
+  config.ssd_path = files.ssd;
+  config.create = create;
   config.nvm_crash_simulation = true;
   config.ssd_crash_simulation = arch == Architecture::kThreeTier || arch == Architecture::kSsdBm;
   return config;
@@ -58,7 +72,7 @@ std::vector<Op> heavy_transaction(Architecture arch, std::uint64_t seed) {
 
 // Writes the crash images of a crashed database: image_seed 0 keeps only what was fenced
 // (NVM) and synced (SSD); others keep unfenced lines and unsynced writes at random.
-void write_images(Database& db, const testing_support::DatabaseFiles& out,
+void write_images(Database& db, const Files& out,
                   std::uint64_t image_seed) {
   if (image_seed == 0)
     db.nvm_crash_simulator()->write_durable_image(out.nvm);
@@ -77,9 +91,9 @@ struct OpTrace {
 
 // Loads, commits the marker, runs the long transaction; crash_at (fences into the
 // transaction, 0: none) cuts it and writes images into out. Returns the trace of a whole run.
-std::vector<OpTrace> run_long(Architecture arch, const testing_support::DatabaseFiles& files,
+std::vector<OpTrace> run_long(Architecture arch, const Files& files,
                               const std::vector<Op>& ops, std::uint64_t crash_at,
-                              const testing_support::DatabaseFiles* out, std::uint64_t image_seed) {
+                              const Files* out, std::uint64_t image_seed) {
   auto db = Database::open(simulated_config(arch, files, true));
   auto table = db->create_table<std::uint64_t, Row>("rows");
   load(table);
@@ -109,8 +123,8 @@ std::vector<OpTrace> run_long(Architecture arch, const testing_support::Database
 
 // Reopens files; crash_at (fences into opening the table, which undoes the loser, 0: none)
 // cuts restart and writes images into out. True if it crashed.
-bool reopen(Architecture arch, const testing_support::DatabaseFiles& files, std::uint64_t crash_at,
-            const testing_support::DatabaseFiles* out, std::uint64_t image_seed,
+bool reopen(Architecture arch, const Files& files, std::uint64_t crash_at,
+            const Files* out, std::uint64_t image_seed,
             std::uint64_t* fences = nullptr) {
   auto db = Database::open(simulated_config(arch, files, false));
   CrashSimulator* crash = db->nvm_crash_simulator();
@@ -132,7 +146,7 @@ bool reopen(Architecture arch, const testing_support::DatabaseFiles& files, std:
 void cut_checkpoints(Architecture arch) {
   const std::uint64_t seed = testing_support::test_seed();
   const std::vector<Op> ops = heavy_transaction(arch, seed);
-  testing_support::DatabaseFiles files("tristore-checkpoint-crash");
+  const Files files;
   const std::vector<OpTrace> trace = run_long(arch, files, ops, 0, nullptr, 0);
   ASSERT_EQ(trace.size(), ops.size());
 
@@ -151,8 +165,8 @@ void cut_checkpoints(Architecture arch) {
 
   // 2. Cut there, reopen; then cut the restart's undo and reopen once more.
   std::uint64_t crashes = 0;
-  testing_support::DatabaseFiles image("tristore-checkpoint-crash");
-  testing_support::DatabaseFiles second("tristore-checkpoint-crash");
+  const Files image;
+  const Files second;
   for (const std::uint64_t point : points) {
     for (const std::uint64_t image_seed : {std::uint64_t{0}, seed + point}) {
       SCOPED_TRACE("crash at fence " + std::to_string(point) + ", image seed " +
@@ -161,7 +175,7 @@ void cut_checkpoints(Architecture arch) {
       ++crashes;
       std::uint64_t restart_fences = 0;
       {
-        testing_support::DatabaseFiles copy("tristore-checkpoint-crash");
+        const Files copy;
         std::filesystem::copy_file(image.nvm, copy.nvm);
         if (std::filesystem::exists(image.ssd)) std::filesystem::copy_file(image.ssd, copy.ssd);
         ASSERT_FALSE(reopen(arch, copy, 0, nullptr, 0, &restart_fences));

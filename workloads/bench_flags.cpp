@@ -131,7 +131,8 @@ BenchOptions BenchFlags::finish() const {
                                            fmt::format("tristore-bench-{}.ssd", pid))
                                               .string()
                                         : ssd_path_;
-  o.config.create = true;
+  // An experiment starts from fresh files, deliberately discarding what a named file held.
+  o.config.open_mode = OpenMode::kCreateReplacing;
 
   // 3. Everything else.
   validate(o);

@@ -43,14 +43,25 @@ std::vector<StorageFile> files_of(const Config& config) {
   return files;
 }
 
+// The absolute path with every existing symlink resolved; empty when that fails.
+std::filesystem::path canonical_spelling(const std::string& path) {
+  std::error_code error;
+  std::filesystem::path result =
+      std::filesystem::weakly_canonical(std::filesystem::absolute(path, error), error);
+  return error ? std::filesystem::path() : result;
+}
+
 // By inode when both exist (hard links, symlinks), else by their canonical paths: one file
 // used as both would have the SSD tier overwrite the NVM log.
 void require_distinct(const StorageFile& nvm, const StorageFile& ssd) {
   std::error_code error;
-  const bool same = nvm.exists() && ssd.exists()
-                        ? std::filesystem::equivalent(nvm.path, ssd.path, error)
-                        : std::filesystem::weakly_canonical(nvm.path, error) ==
-                              std::filesystem::weakly_canonical(ssd.path, error);
+  bool same = false;
+  if (nvm.exists() && ssd.exists()) {
+    same = std::filesystem::equivalent(nvm.path, ssd.path, error) && !error;
+  } else {
+    const std::filesystem::path spelling = canonical_spelling(nvm.path);
+    same = !spelling.empty() && spelling == canonical_spelling(ssd.path);
+  }
   if (same)
     fail("the NVM path '{}' and the SSD path '{}' name the same file; a database needs two",
          nvm.path, ssd.path);

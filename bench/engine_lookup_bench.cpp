@@ -53,6 +53,7 @@ std::unique_ptr<OpenDatabase> open_loaded(Architecture arch, const std::string& 
   config.ssd_bytes = 256 * kMiB;
   config.nvm_path = fresh->nvm_path;
   config.ssd_path = (fresh->ssd_dir / "bench.ssd").string();
+  config.open_mode = OpenMode::kCreateReplacing;
   fresh->db = Database::open(config);
   fresh->table = std::make_unique<Table<std::uint64_t, std::uint64_t>>(
       fresh->db->create_table<std::uint64_t, std::uint64_t>("bench"));

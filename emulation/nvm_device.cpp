@@ -39,14 +39,19 @@ NvmDevice::NvmDevice(const NvmDeviceOptions& options)
   if (options.numa_node < -1)
     fail("NUMA node {} is not valid (use -1 for no binding)", options.numa_node);
   if (options.numa_node >= 0) check_numa_node_exists(options.numa_node);
+  if (options.create && options.size_bytes == 0)
+    fail("NVM size must be greater than 0 to create {}", path_);
 
-  // 2. Map the file: create (truncate, then size and allocate) or open an existing one.
+  // 2. Lock the file before anything changes it: two engines on one NVM file would
+  //    overwrite each other's pages and log. A create truncates only a file it holds.
+  lock_ = FileLock(path_, options.create, "NVM");
+
+  // 3. Map the file: a new one (truncated, then sized and allocated) or an existing one.
   std::size_t mapped_length = 0;
   int is_pmem = 0;
   void* address = nullptr;
   if (options.create) {
-    if (options.size_bytes == 0) fail("NVM size must be greater than 0 to create {}", path_);
-    if (::truncate(path_.c_str(), 0) != 0 && errno != ENOENT)
+    if (::ftruncate(lock_.fd(), 0) != 0)
       fail("cannot truncate NVM file {}: {}", path_, std::strerror(errno));
     address = pmem_map_file(path_.c_str(), options.size_bytes, PMEM_FILE_CREATE, 0666,
                             &mapped_length, &is_pmem);
@@ -54,10 +59,8 @@ NvmDevice::NvmDevice(const NvmDeviceOptions& options)
       fail("cannot create NVM file {} of {} bytes: {}", path_, options.size_bytes, pmem_errormsg());
   } else {
     struct stat status {};
-    if (::stat(path_.c_str(), &status) != 0) {
-      if (errno == ENOENT) fail("NVM file {} does not exist", path_);
+    if (::fstat(lock_.fd(), &status) != 0)
       fail("cannot open NVM file {}: {}", path_, std::strerror(errno));
-    }
     if (S_ISREG(status.st_mode)) {
       const auto file_bytes = static_cast<std::uint64_t>(status.st_size);
       if (file_bytes == 0) fail("NVM file {} is empty", path_);
@@ -72,7 +75,7 @@ NvmDevice::NvmDevice(const NvmDeviceOptions& options)
   size_ = mapped_length;
   is_pmem_ = is_pmem != 0;
 
-  // 3. Emulation extras; unmap again if one of them fails.
+  // 4. Emulation extras; unmap again if one of them fails.
   try {
     if (options.numa_node >= 0 && !is_pmem_) bind_to_numa_node(options.numa_node);
     if (read_ns_ != 0 || write_ns_ != 0) {

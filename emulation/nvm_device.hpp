@@ -22,6 +22,7 @@
 #include "common/counters.hpp"
 #include "common/types.hpp"
 #include "emulation/crash_simulator.hpp"
+#include "emulation/file_lock.hpp"
 #include "emulation/llc_simulator.hpp"
 #include "emulation/tsc.hpp"
 #include "emulation/wear_counters.hpp"
@@ -46,6 +47,8 @@ struct NvmDeviceOptions {
 
 class NvmDevice {
  public:
+  // Takes an exclusive lock on the file (flock) for the device's lifetime: a second device on
+  // the same file, in this process or another, is an Error "... is already open ...".
   explicit NvmDevice(const NvmDeviceOptions& options);  // throws Error
   ~NvmDevice();
   NvmDevice(const NvmDevice&) = delete;
@@ -139,6 +142,7 @@ class NvmDevice {
   void bind_to_numa_node(int node);
 
   std::string path_;
+  FileLock lock_;  // held while mapped; released after the unmapping
   std::byte* base_ = nullptr;
   std::uint64_t size_ = 0;
   std::uint64_t mapped_length_ = 0;

@@ -128,28 +128,30 @@ std::unique_ptr<Database> open_buffered_database(const Config& config) {
          architecture_name(config.architecture), config.dram_bytes, kMinimumBufferFrames,
          minimum / 1024);
   // 2. The tiers of this architecture; NVM and SSD files of one database share its id. The
-  //    log lives in NVM; ssd-bm has an NVM file for it alone.
+  //    log lives in NVM; ssd-bm has an NVM file for it alone. Opening validates and locks
+  //    every file (architecture, database id, layout) before step 3 writes anything.
+  const bool create = creates_files(config);
   const bool three_tier = config.architecture == Architecture::kThreeTier;
   const bool uses_nvm = three_tier || config.architecture == Architecture::kBasicNvm;
   const bool uses_ssd = three_tier || config.architecture == Architecture::kSsdBm;
-  std::unique_ptr<NvmTier> nvm = uses_nvm ? open_nvm_tier(config) : nullptr;
-  std::unique_ptr<NvmTier> log_tier = uses_nvm ? nullptr : open_log_tier(config);
+  std::unique_ptr<NvmTier> nvm = uses_nvm ? open_nvm_tier(config, create) : nullptr;
+  std::unique_ptr<NvmTier> log_tier = uses_nvm ? nullptr : open_log_tier(config, create);
   NvmTier& log_home = uses_nvm ? *nvm : *log_tier;
   std::unique_ptr<SsdPageFile> ssd =
-      uses_ssd ? open_ssd_file(config, log_home.database_id()) : nullptr;
+      uses_ssd ? open_ssd_file(config, create, log_home.database_id()) : nullptr;
   // One machine: when the NVM crash simulator's armed fence fires, the SSD stops too.
   CrashSimulator* nvm_crash = log_home.device().crash_simulator();
   if (SsdCrashSimulator* ssd_crash = ssd ? ssd->crash_simulator() : nullptr; ssd_crash && nvm_crash)
     ssd_crash->set_machine_down_check([nvm_crash] { return nvm_crash->crashed(); });
   // 3. The log: new, or opened (its end found) for restart.
   auto start = std::chrono::steady_clock::now();
-  std::unique_ptr<LogManager> log = config.create
+  std::unique_ptr<LogManager> log = create
                                         ? LogManager::create(log_home.device(), log_home.log_area())
                                         : LogManager::open(log_home.device(), log_home.log_area());
   const double log_open_seconds = seconds_since(start);
   // 4. The catalog of a reopened database (as of its last checkpoint).
   Catalog catalog;
-  if (!config.create) catalog = Catalog::load(ssd ? ssd->metadata() : nvm->metadata_area());
+  if (!create) catalog = Catalog::load(ssd ? ssd->metadata() : nvm->metadata_area());
   // 5. The buffer manager; opening rebuilds its page table from the NVM slot headers. Pages
   //    go down only after the log (write-ahead rule).
   BufferManagerOptions options;
@@ -171,7 +173,7 @@ std::unique_ptr<Database> open_buffered_database(const Config& config) {
                                                      std::move(manager), std::move(catalog));
   // 6. A new database starts with a checkpoint (the first change of every page is then a
   //    full image); a reopened one recovers.
-  if (config.create)
+  if (create)
     database->checkpoint();
   else
     database->recover(page_table_seconds, log_open_seconds);

@@ -30,4 +30,18 @@ Architecture parse_architecture(std::string_view name) {
        name);
 }
 
+std::string_view open_mode_name(OpenMode mode) {
+  switch (mode) {
+    case OpenMode::kOpenOrCreate:
+      return "open-or-create";
+    case OpenMode::kOpenExisting:
+      return "open-existing";
+    case OpenMode::kCreateNew:
+      return "create-new";
+    case OpenMode::kCreateReplacing:
+      return "create-replacing";
+  }
+  return "unknown";
+}
+
 }  // namespace tristore

@@ -15,14 +15,27 @@ enum class Architecture { kThreeTier, kBasicNvm, kNvmDirect, kSsdBm, kMainMemory
 std::string_view architecture_name(Architecture arch);
 Architecture parse_architecture(std::string_view name);  // throws Error on an unknown name
 
+// What Database::open does with the files at nvm_path and ssd_path (those the architecture
+// uses). Only kCreateReplacing ever destroys an existing file.
+enum class OpenMode {
+  kOpenOrCreate,     // open the database if its files exist, create it if none exists
+  kOpenExisting,     // open; a missing file is an Error
+  kCreateNew,        // create; an existing file is an Error and stays untouched
+  kCreateReplacing,  // create, discarding whatever the files held (experiments, tests)
+};
+
+// "open-or-create", "open-existing", "create-new", "create-replacing".
+std::string_view open_mode_name(OpenMode mode);
+
 inline constexpr std::uint64_t kMiB = 1024 * 1024;
 inline constexpr std::uint64_t kGiB = 1024 * kMiB;
 
 struct Config {
   Architecture architecture = Architecture::kThreeTier;
   std::uint64_t dram_bytes = 200 * kMiB;  // buffer pool: frames + mini pages, a hard limit
-  std::uint64_t nvm_bytes = 1 * kGiB;     // NVM file: superblock + log area + page slots
-  std::uint64_t ssd_bytes = 5 * kGiB;     // SSD page file
+  // Sizes of new files; an opened database keeps the sizes its files were created with.
+  std::uint64_t nvm_bytes = 1 * kGiB;  // NVM file: superblock + log area + page slots
+  std::uint64_t ssd_bytes = 5 * kGiB;  // SSD page file
   std::string nvm_path = "/dev/shm/tristore.nvm";
   std::string ssd_path;            // empty: $TMPDIR (or /tmp)/tristore.ssd
   std::uint32_t nvm_read_ns = 0;   // injected per NVM cache line read (LLC misses only)
@@ -37,7 +50,7 @@ struct Config {
   bool nvm_crash_simulation = false;     // tests: Database::nvm_crash_simulator()
   bool ssd_crash_simulation = false;     // tests: Database::ssd_crash_simulator(), frozen
                                          // when the NVM crash simulator's armed fence fires
-  bool create = true;                    // true: create fresh files; false: open existing ones
+  OpenMode open_mode = OpenMode::kOpenOrCreate;
 };
 
 }  // namespace tristore

@@ -32,7 +32,8 @@ std::unique_ptr<Database> open_main_memory_database(const Config& config) {
   if (config.dram_bytes < kMinimumMainMemoryBytes)
     fail("main-memory: DRAM budget of {} bytes is below the minimum of {} KiB", config.dram_bytes,
          kMinimumMainMemoryBytes / 1024);
-  if (!config.create) fail("main-memory: the database is volatile, there is nothing to reopen");
+  if (config.open_mode == OpenMode::kOpenExisting)
+    fail("main-memory: the database is volatile, there is nothing to reopen");
   return std::make_unique<MainMemoryDatabase>(
       config, std::make_unique<MainMemoryAccess>(config.dram_bytes));
 }

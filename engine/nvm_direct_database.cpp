@@ -103,18 +103,18 @@ class NvmDirectDatabase final : public DatabaseOver<NvmDirectAccess> {
 }  // namespace
 
 std::unique_ptr<Database> open_nvm_direct_database(const Config& config) {
-  std::unique_ptr<NvmTier> tier = open_nvm_tier(config);
+  const bool create = creates_files(config);
+  std::unique_ptr<NvmTier> tier = open_nvm_tier(config, create);
   const auto start = std::chrono::steady_clock::now();
-  std::unique_ptr<LogManager> log = config.create
-                                        ? LogManager::create(tier->device(), tier->log_area())
-                                        : LogManager::open(tier->device(), tier->log_area());
+  std::unique_ptr<LogManager> log = create ? LogManager::create(tier->device(), tier->log_area())
+                                           : LogManager::open(tier->device(), tier->log_area());
   const double log_open_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  Catalog catalog = config.create ? Catalog{} : Catalog::load(tier->metadata_area());
+  Catalog catalog = create ? Catalog{} : Catalog::load(tier->metadata_area());
   auto access = std::make_unique<NvmDirectAccess>(*tier);
   auto database = std::make_unique<NvmDirectDatabase>(config, std::move(tier), std::move(access),
                                                       std::move(log), std::move(catalog));
-  if (config.create)
+  if (create)
     database->checkpoint();
   else
     database->recover(log_open_seconds);

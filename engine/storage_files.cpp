@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <string_view>
+#include <vector>
 
 #include "common/error.hpp"
 
@@ -19,6 +21,52 @@ void require_directory(const std::string& path, std::string_view what) {
     fail("{} path '{}': directory '{}' does not exist", what, path, parent.string());
 }
 
+// One file of a database, as error messages name it.
+struct StorageFile {
+  std::string_view what;  // "NVM", "SSD"
+  std::string path;
+  bool exists() const {
+    std::error_code error;
+    return std::filesystem::exists(path, error);
+  }
+};
+
+bool uses_ssd_file(Architecture arch) {
+  return arch == Architecture::kThreeTier || arch == Architecture::kSsdBm;
+}
+
+// Every durable architecture has an NVM file (ssd-bm: for the log); main-memory has none.
+std::vector<StorageFile> files_of(const Config& config) {
+  if (config.architecture == Architecture::kMainMemory) return {};
+  std::vector<StorageFile> files{{"NVM", config.nvm_path}};
+  if (uses_ssd_file(config.architecture)) files.push_back({"SSD", effective_ssd_path(config)});
+  return files;
+}
+
+// The absolute path with every existing symlink resolved; empty when that fails.
+std::filesystem::path canonical_spelling(const std::string& path) {
+  std::error_code error;
+  std::filesystem::path result =
+      std::filesystem::weakly_canonical(std::filesystem::absolute(path, error), error);
+  return error ? std::filesystem::path() : result;
+}
+
+// By inode when both exist (hard links, symlinks), else by their canonical paths: one file
+// used as both would have the SSD tier overwrite the NVM log.
+void require_distinct(const StorageFile& nvm, const StorageFile& ssd) {
+  std::error_code error;
+  bool same = false;
+  if (nvm.exists() && ssd.exists()) {
+    same = std::filesystem::equivalent(nvm.path, ssd.path, error) && !error;
+  } else {
+    const std::filesystem::path spelling = canonical_spelling(nvm.path);
+    same = !spelling.empty() && spelling == canonical_spelling(ssd.path);
+  }
+  if (same)
+    fail("the NVM path '{}' and the SSD path '{}' name the same file; a database needs two",
+         nvm.path, ssd.path);
+}
+
 }  // namespace
 
 std::string effective_ssd_path(const Config& config) {
@@ -32,13 +80,44 @@ std::uint64_t nvm_log_bytes(std::uint64_t nvm_bytes) {
   return std::clamp<std::uint64_t>(nvm_bytes / 8 / 4096 * 4096, 64 * 1024, 128 * kMiB);
 }
 
-std::unique_ptr<NvmTier> open_nvm_tier(const Config& config, std::uint64_t database_id,
+bool creates_files(const Config& config) {
+  const std::vector<StorageFile> files = files_of(config);
+  if (files.size() == 2) require_distinct(files[0], files[1]);
+  const std::string_view arch = architecture_name(config.architecture);
+  const auto existing = std::ranges::count_if(files, &StorageFile::exists);
+  switch (config.open_mode) {
+    case OpenMode::kCreateReplacing:
+      return true;
+    case OpenMode::kCreateNew:
+      for (const StorageFile& file : files)
+        if (file.exists())
+          fail("create-new: {} file {} exists already (open it, or create-replacing discards it)",
+               file.what, file.path);
+      return true;
+    case OpenMode::kOpenExisting:
+      for (const StorageFile& file : files)
+        if (!file.exists()) fail("open-existing: {} file {} does not exist", file.what, file.path);
+      return false;
+    case OpenMode::kOpenOrCreate: {
+      if (existing == 0) return true;
+      if (existing == std::ssize(files)) return false;
+      // Half a database: opening it cannot work, and creating would destroy the half there is.
+      const StorageFile& present = files[0].exists() ? files[0] : files[1];
+      const StorageFile& missing = files[0].exists() ? files[1] : files[0];
+      fail("{} database incomplete: {} file {} exists but {} file {} does not", arch, present.what,
+           present.path, missing.what, missing.path);
+    }
+  }
+  fail("unknown open mode {}", static_cast<int>(config.open_mode));
+}
+
+std::unique_ptr<NvmTier> open_nvm_tier(const Config& config, bool create, std::uint64_t database_id,
                                        std::uint64_t log_bytes) {
   require_directory(config.nvm_path, "NVM");
   NvmTierOptions options;
   options.device.path = config.nvm_path;
-  options.device.size_bytes = config.create ? config.nvm_bytes : 0;
-  options.device.create = config.create;
+  options.device.size_bytes = create ? config.nvm_bytes : 0;
+  options.device.create = create;
   options.device.numa_node = config.numa_node;
   options.device.read_ns = config.nvm_read_ns;
   options.device.write_ns = config.nvm_write_ns;
@@ -47,26 +126,29 @@ std::unique_ptr<NvmTier> open_nvm_tier(const Config& config, std::uint64_t datab
   options.device.crash_simulation = config.nvm_crash_simulation;
   options.log_bytes = log_bytes != 0 ? log_bytes : nvm_log_bytes(config.nvm_bytes);
   options.database_id = database_id;
-  return config.create ? NvmTier::create(options) : NvmTier::open(options);
+  options.architecture = architecture_name(config.architecture);
+  return create ? NvmTier::create(options) : NvmTier::open(options);
 }
 
-std::unique_ptr<NvmTier> open_log_tier(const Config& config) {
+std::unique_ptr<NvmTier> open_log_tier(const Config& config, bool create) {
   const std::uint64_t log_bytes = nvm_log_bytes(config.nvm_bytes);
   Config log_only = config;
   log_only.nvm_bytes = NvmLayout::compute(1, log_bytes).end;
-  return open_nvm_tier(log_only, 0, log_bytes);
+  return open_nvm_tier(log_only, create, 0, log_bytes);
 }
 
-std::unique_ptr<SsdPageFile> open_ssd_file(const Config& config, std::uint64_t database_id) {
+std::unique_ptr<SsdPageFile> open_ssd_file(const Config& config, bool create,
+                                           std::uint64_t database_id) {
   std::string path = effective_ssd_path(config);
   require_directory(path, "SSD");
   SsdOptions options;
   options.path = path;
-  options.size_bytes = config.create ? config.ssd_bytes : 0;
-  options.create = config.create;
+  options.size_bytes = create ? config.ssd_bytes : 0;
+  options.create = create;
   options.database_id = database_id;
+  options.architecture = architecture_name(config.architecture);
   options.crash_simulation = config.ssd_crash_simulation;
-  return config.create ? SsdPageFile::create(options) : SsdPageFile::open(options);
+  return create ? SsdPageFile::create(options) : SsdPageFile::open(options);
 }
 
 }  // namespace tristore

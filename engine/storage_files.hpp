@@ -1,6 +1,7 @@
 #pragma once
-// Opening the NVM and SSD files of a database from its Config: create fresh ones, or open
-// existing ones that must belong to the same database.
+// Opening the NVM and SSD files of a database from its Config: decide from Config::open_mode
+// whether to create or open them, then create fresh ones or open existing ones that must
+// belong to the same database and architecture.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -20,12 +21,20 @@ std::string effective_ssd_path(const Config& config);
 // rare: with 16 MiB, TPC-C checkpointed every ~80 transactions.
 std::uint64_t nvm_log_bytes(std::uint64_t nvm_bytes);
 
-// database_id: 0 = a new random id (create) or any (open).
-// log_bytes: 0 = nvm_log_bytes(config.nvm_bytes).
-std::unique_ptr<NvmTier> open_nvm_tier(const Config& config, std::uint64_t database_id = 0,
-                                       std::uint64_t log_bytes = 0);
+// Whether Database::open creates the architecture's files (true) or opens them (false), from
+// Config::open_mode and which of them exist. Touches no file. Error (one line) when the NVM and
+// SSD paths name the same file, when create-new finds a file, when open-existing misses one,
+// and when open-or-create finds some of the files but not all.
+bool creates_files(const Config& config);
+
+// create: format new files (kCreateReplacing's truncation happens here, under the file's
+// lock); otherwise open existing ones, validated before anything is written: architecture,
+// database id (database_id 0: any), layout. log_bytes: 0 = nvm_log_bytes(config.nvm_bytes).
+std::unique_ptr<NvmTier> open_nvm_tier(const Config& config, bool create,
+                                       std::uint64_t database_id = 0, std::uint64_t log_bytes = 0);
 // ssd-bm: an NVM file at Config::nvm_path with the log area and no room for pages beyond one slot.
-std::unique_ptr<NvmTier> open_log_tier(const Config& config);
-std::unique_ptr<SsdPageFile> open_ssd_file(const Config& config, std::uint64_t database_id = 0);
+std::unique_ptr<NvmTier> open_log_tier(const Config& config, bool create);
+std::unique_ptr<SsdPageFile> open_ssd_file(const Config& config, bool create,
+                                           std::uint64_t database_id = 0);
 
 }  // namespace tristore

@@ -18,6 +18,8 @@ int main() {
     config.ssd_bytes = 256 * tristore::kMiB;
     config.nvm_path = "/dev/shm/tristore-example.nvm";
     config.ssd_path = "/tmp/tristore-example.ssd";
+    // A fresh database on every run; the default, kOpenOrCreate, would reopen the last one.
+    config.open_mode = tristore::OpenMode::kCreateReplacing;
     auto db = tristore::Database::open(config);
 
     struct Account {

@@ -15,11 +15,13 @@ namespace tristore {
 
 inline constexpr std::uint64_t kNvmMagic = 0x314d564e45525453ull;  // "STRENVM1"
 // 2: two-version slot header lines (version 1 rewrote one version in place; it could tear).
-inline constexpr std::uint32_t kNvmFormatVersion = 2;
+// 3: the superblock names the architecture that formatted the file.
+inline constexpr std::uint32_t kNvmFormatVersion = 3;
 inline constexpr std::uint64_t kNvmSuperblockBytes = 4096;
 inline constexpr std::uint64_t kNvmMetadataOffset = 2048;
 inline constexpr std::uint64_t kNvmMetadataBytes = 2048;
 inline constexpr std::uint64_t kNvmAlignment = 4096;
+inline constexpr std::size_t kNvmArchitectureNameBytes = 16;
 
 struct NvmSuperblock {
   std::uint64_t magic;
@@ -29,6 +31,9 @@ struct NvmSuperblock {
   std::uint64_t log_bytes;
   std::uint64_t database_id;
   std::uint64_t file_bytes;
+  // The engine's architecture ("3tier", "ssd-bm", ...), NUL-padded: each reads the file its
+  // own way, so opening it as another would misread it.
+  char architecture[kNvmArchitectureNameBytes];
   std::uint32_t checksum;  // crc32c of this struct with this field zero
   std::uint32_t reserved;
 

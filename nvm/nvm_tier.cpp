@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "common/error.hpp"
+#include "common/fixed_name.hpp"
 #include "common/random_id.hpp"
 
 namespace tristore {
@@ -20,6 +21,9 @@ NvmTier::NvmTier(std::unique_ptr<NvmDevice> device, const NvmLayout& layout,
 
 std::unique_ptr<NvmTier> NvmTier::create(const NvmTierOptions& options) {
   // 1. Fit the layout into the requested size before creating anything.
+  if (options.architecture.size() > kNvmArchitectureNameBytes)
+    fail("architecture name '{}' is longer than {} bytes", options.architecture,
+         kNvmArchitectureNameBytes);
   const std::uint64_t log_bytes = align_up(options.log_bytes, kNvmAlignment);
   const std::uint64_t file_bytes = options.device.size_bytes;
   const std::uint64_t slot_count = NvmLayout::max_slots(file_bytes, log_bytes);
@@ -52,6 +56,7 @@ std::unique_ptr<NvmTier> NvmTier::create(const NvmTierOptions& options) {
   superblock.log_bytes = log_bytes;
   superblock.database_id = database_id;
   superblock.file_bytes = device->size();
+  store_fixed_name(superblock.architecture, options.architecture);
   superblock.checksum = superblock.compute_checksum();
   std::memcpy(device->base(), &superblock, sizeof(superblock));
   device->persist(device->base(), sizeof(superblock));
@@ -81,7 +86,11 @@ std::unique_ptr<NvmTier> NvmTier::open(const NvmTierOptions& options) {
   if (superblock.page_size != kPageSize)
     fail("{}: page size {} does not match this build's {}", path, superblock.page_size, kPageSize);
 
-  // 3. Does it belong to the database the caller opens?
+  // 3. Does it belong to the database the caller opens, and to its architecture?
+  if (const std::string_view stored = fixed_name(superblock.architecture);
+      !options.architecture.empty() && stored != options.architecture)
+    fail("{} holds a {} database, not {}", path, stored.empty() ? "nameless" : stored,
+         options.architecture);
   if (options.database_id != 0 && superblock.database_id != options.database_id)
     fail("{} belongs to database {}, not {}", path, superblock.database_id, options.database_id);
 

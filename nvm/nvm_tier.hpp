@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "common/types.hpp"
@@ -20,13 +21,15 @@ struct NvmTierOptions {
   NvmDeviceOptions device;
   std::uint64_t log_bytes = 16ull << 20;  // rounded up to 4 KiB
   std::uint64_t database_id = 0;          // create: 0 = pick a random id; open: 0 = accept any
+  std::string architecture;  // create: recorded in the superblock; open: must match (empty: any)
 };
 
 class NvmTier {
  public:
   // Formats a new file; a size too small for superblock + log + one slot -> Error.
   static std::unique_ptr<NvmTier> create(const NvmTierOptions& options);
-  // Validates magic, version, page size, checksum, database id and file size -> Error.
+  // Validates magic, version, page size, checksum, architecture, database id and file size ->
+  // Error. Writes nothing.
   static std::unique_ptr<NvmTier> open(const NvmTierOptions& options);
 
   NvmTier(const NvmTier&) = delete;

@@ -51,7 +51,7 @@ DirectFile::DirectFile(const std::string& path, Mode mode) : path_(path) {
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     int error = errno;
     ::close(fd_);
-    if (error == EWOULDBLOCK) fail("SSD file {} is in use by another engine", path);
+    if (error == EWOULDBLOCK) fail("SSD file {} is already open (in use by another engine)", path);
     fail("cannot lock SSD file {}: {}", path, std::strerror(error));
   }
   // 3. Refuse what is not a regular file (a directory, a device we would overwrite).

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "common/checksum.hpp"
+#include "common/fixed_name.hpp"
 #include "common/page_format.hpp"
 #include "common/random_id.hpp"
 #include "ssd/aligned_page_buffer.hpp"
@@ -133,6 +134,9 @@ SsdPageFile::~SsdPageFile() = default;
 std::unique_ptr<SsdPageFile> SsdPageFile::create(const SsdOptions& options) {
   // 1. Geometry from the requested size; refuse sizes that hold no page.
   if (options.path.empty()) fail("SSD file path is empty");
+  if (options.architecture.size() > Superblock::kArchitectureNameBytes)
+    fail("architecture name '{}' is longer than {} bytes", options.architecture,
+         Superblock::kArchitectureNameBytes);
   SsdLayout layout = SsdLayout::for_size(options.size_bytes);
   if (layout.page_capacity == 0)
     fail("SSD size {} bytes is too small for {}: it needs at least {} bytes", options.size_bytes,
@@ -157,6 +161,7 @@ std::unique_ptr<SsdPageFile> SsdPageFile::create(const SsdOptions& options) {
     superblock.bitmap_pages = layout.bitmap_pages;
     superblock.file_size = layout.file_size();
     superblock.database_id = options.database_id != 0 ? options.database_id : random_nonzero_id();
+    store_fixed_name(superblock.architecture, options.architecture);
     state->persist_generation(0);
     state->persist_generation(1);
     state->file.sync_directory();
@@ -199,6 +204,10 @@ std::unique_ptr<SsdPageFile> SsdPageFile::open(const SsdOptions& options) {
   // 3. The newest copy must describe this file and the database the caller expects.
   const Superblock& newest = copies[order[0]];
   check_superblock(newest, file_size, options.path);
+  if (const std::string_view stored = fixed_name(newest.architecture);
+      !options.architecture.empty() && stored != options.architecture)
+    fail("SSD file {} holds a {} database, not {}", options.path,
+         stored.empty() ? "nameless" : stored, options.architecture);
   if (options.database_id != 0 && newest.database_id != options.database_id)
     fail("SSD file {} belongs to another database (id {:#x}, expected {:#x})", options.path,
          newest.database_id, options.database_id);

@@ -35,6 +35,7 @@ struct SsdOptions {
       0;                // create: capacity (superblock + bitmaps + pages); open: 0 or must match
   bool create = false;  // true: create/truncate; false: open (missing file -> Error)
   std::uint64_t database_id = 0;  // create: 0 picks a random id; open: != 0 must match
+  std::string architecture;  // create: recorded in the superblock; open: must match (empty: any)
   std::uint32_t read_latency_ns = 0, write_latency_ns = 0;  // extra busy-wait per page I/O
   bool crash_simulation = false;  // tests: a disk with a volatile write cache (crash_simulator())
 };
@@ -45,8 +46,8 @@ class SsdPageFile {
 
   // Creates (or truncates) the file and reserves size_bytes on disk.
   static std::unique_ptr<SsdPageFile> create(const SsdOptions& options);
-  // Validates the superblock: magic, version, page size, capacity vs file size, database id,
-  // checksums. Any mismatch throws Error with a one-line message.
+  // Validates the superblock: magic, version, page size, capacity vs file size, architecture,
+  // database id, checksums. Any mismatch throws Error with a one-line message. Writes nothing.
   static std::unique_ptr<SsdPageFile> open(const SsdOptions& options);
   // options.create ? create(options) : open(options).
   static std::unique_ptr<SsdPageFile> create_or_open(const SsdOptions& options);

@@ -14,9 +14,11 @@ namespace tristore {
 struct Superblock {
   static constexpr std::uint64_t kMagic =
       0x3130'4453'5349'5254;  // "TRISSD01" read as little-endian
-  static constexpr std::uint32_t kVersion = 1;
+  // 2: the superblock names the architecture that created the file.
+  static constexpr std::uint32_t kVersion = 2;
   static constexpr std::size_t kMetadataOffset = 2048;
   static constexpr std::size_t kMetadataSize = 2048;
+  static constexpr std::size_t kArchitectureNameBytes = 16;
 
   std::uint64_t magic = kMagic;
   std::uint32_t version = kVersion;
@@ -29,7 +31,10 @@ struct Superblock {
   std::uint64_t generation = 0;
   std::uint32_t bitmap_checksum = 0;  // crc32c of this generation's bitmap copy
   std::uint32_t checksum = 0;         // crc32c of the 4 KiB copy with this field zeroed
-  std::byte reserved[kMetadataOffset - 72] = {};
+  // The engine's architecture ("3tier", "ssd-bm"), NUL-padded: opening the file as another
+  // would miss the pages it keeps elsewhere.
+  char architecture[kArchitectureNameBytes] = {};
+  std::byte reserved[kMetadataOffset - 72 - kArchitectureNameBytes] = {};
   std::byte metadata[kMetadataSize] = {};
 
   SsdLayout layout() const { return {size_bytes, page_capacity, bitmap_pages}; }

@@ -109,6 +109,49 @@ TEST_F(NvmDeviceTest, OpeningAMissingFileIsAnError) {
   }
 }
 
+// Two engines on one NVM file would overwrite each other's pages and log.
+TEST_F(NvmDeviceTest, ASecondDeviceOnAnOpenFileIsAnErrorAndLeavesItUntouched) {
+  auto error_of = [](const NvmDeviceOptions& o) -> std::string {
+    try {
+      NvmDevice device(o);
+    } catch (const Error& error) {
+      return error.what();
+    }
+    return "";
+  };
+  {
+    NvmDevice device(options(1 << 20, true));
+    device.base()[100] = std::byte{42};
+    device.persist(device.base() + 100, 1);
+    EXPECT_NE(error_of(options(0, false)).find("is already open"), std::string::npos);
+    EXPECT_NE(error_of(options(1 << 20, true)).find("is already open"), std::string::npos)
+        << "a create must not truncate an open file";
+    EXPECT_EQ(device.base()[100], std::byte{42});
+    EXPECT_EQ(device.size(), 1u << 20);
+  }
+  NvmDevice reopened(options(0, false));  // the lock went with the first device
+  EXPECT_EQ(reopened.base()[100], std::byte{42});
+}
+
+TEST_F(NvmDeviceTest, ADeviceInAnotherProcessIsRefusedWhileThisOneIsOpen) {
+  NvmDevice device(options(1 << 20, true));
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // Exit status 0: refused as already open; anything else: accepted or another failure.
+    try {
+      NvmDevice second(options(0, false));
+    } catch (const Error& error) {
+      ::_exit(std::string(error.what()).find("is already open") != std::string::npos ? 0 : 2);
+    }
+    ::_exit(1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
 TEST_F(NvmDeviceTest, OpeningWithAMismatchedSizeIsAnError) {
   { NvmDevice device(options(1 << 20, true)); }
   EXPECT_THROW(NvmDevice(options(2 << 20, false)), Error);

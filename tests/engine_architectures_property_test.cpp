@@ -134,7 +134,7 @@ TEST_P(EngineArchitectures, RandomOperationsMatchStdMapAcrossReopen) {
   }
   if (durable(setup.architecture)) {
     db.reset();
-    config.create = false;
+    config.open_mode = OpenMode::kOpenExisting;
     db = Database::open(config);
     table = db->open_table<std::uint64_t, Value>("t");
     check.scan_all();

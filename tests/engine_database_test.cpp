@@ -147,7 +147,7 @@ Config nvm_direct_config(const std::string& path, bool create = true) {
   config.architecture = Architecture::kNvmDirect;
   config.nvm_path = path;
   config.nvm_bytes = 32 * kMiB;
-  config.create = create;
+  config.open_mode = create ? OpenMode::kCreateReplacing : OpenMode::kOpenExisting;
   return config;
 }
 
@@ -233,7 +233,7 @@ struct TempTieredFiles {
     c.ssd_bytes = 32 * kMiB;
     c.nvm_path = nvm.path;
     c.ssd_path = (ssd_dir / "db.ssd").string();
-    c.create = create;
+    c.open_mode = create ? OpenMode::kCreateReplacing : OpenMode::kOpenExisting;
     return c;
   }
 };

@@ -399,7 +399,7 @@ TEST(EngineLogSpaceCrashSimulator, NvmDirectRecoversFromACheckpointCutWhileCopyi
 
 // The undo copies after the log's last checkpoint-begin record, in the database at config.
 std::vector<Lsn> last_checkpoint_copies(const Config& config) {
-  auto tier = open_nvm_tier(config);
+  auto tier = open_nvm_tier(config, false);
   auto log = LogManager::open(tier->device(), tier->log_area());
   std::vector<Lsn> copies;
   LogCursor cursor = log->read_from_start();
@@ -413,7 +413,7 @@ std::vector<Lsn> last_checkpoint_copies(const Config& config) {
 
 // Spoils one payload byte of the record at lsn: the log now ends there (a torn tail).
 void tear_record(const Config& config, Lsn lsn) {
-  auto tier = open_nvm_tier(config);
+  auto tier = open_nvm_tier(config, false);
   const std::uint64_t capacity = LogManager::open(tier->device(), tier->log_area())->capacity();
   std::byte* byte =
       tier->log_area().data() + kLogRecordAreaOffset + (lsn + sizeof(LogRecordHeader)) % capacity;

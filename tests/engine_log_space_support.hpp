@@ -55,7 +55,7 @@ inline Config config_for(Architecture arch, const testing_support::DatabaseFiles
   config.ssd_bytes = 64 * kMiB;
   config.nvm_path = files.nvm;
   config.ssd_path = files.ssd;
-  config.create = create;
+  config.open_mode = create ? OpenMode::kCreateReplacing : OpenMode::kOpenExisting;
   return config;
 }
 

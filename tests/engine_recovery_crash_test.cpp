@@ -35,7 +35,7 @@ Config small_config(Architecture arch, const std::string& nvm_path, bool create)
   config.dram_bytes = 256 * 1024;  // a dozen frames: pages are evicted during the run
   config.nvm_bytes = 3 * kMiB;     // 384 KiB of log: checkpoints during the run
   config.nvm_path = nvm_path;
-  config.create = create;
+  config.open_mode = create ? OpenMode::kCreateReplacing : OpenMode::kOpenExisting;
   config.nvm_crash_simulation = create;
   return config;
 }

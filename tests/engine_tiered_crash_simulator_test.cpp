@@ -57,7 +57,7 @@ Config tiered_config(Architecture arch, const std::string& nvm, const std::strin
   config.ssd_bytes = 8 * kMiB;
   config.nvm_path = nvm;
   config.ssd_path = ssd;
-  config.create = create;
+  config.open_mode = create ? OpenMode::kCreateReplacing : OpenMode::kOpenExisting;
   // Also on reopen, where nothing crashes: simulated syncs skip the real fdatasync.
   config.nvm_crash_simulation = true;
   config.ssd_crash_simulation = true;
@@ -154,8 +154,9 @@ void run(Architecture arch, const Paths& paths, std::uint64_t seed, std::uint64_
 void check_files(Architecture arch, const std::string& nvm_path, const std::string& ssd_path,
                  const Model& expected) {
   const Config config = tiered_config(arch, nvm_path, ssd_path, false);
-  std::unique_ptr<NvmTier> nvm = arch == Architecture::kThreeTier ? open_nvm_tier(config) : nullptr;
-  std::unique_ptr<SsdPageFile> ssd = open_ssd_file(config);
+  std::unique_ptr<NvmTier> nvm =
+      arch == Architecture::kThreeTier ? open_nvm_tier(config, false) : nullptr;
+  std::unique_ptr<SsdPageFile> ssd = open_ssd_file(config, false);
   BufferManagerOptions options;
   options.dram_bytes = config.dram_bytes;
   options.nvm = nvm.get();
@@ -196,7 +197,8 @@ void check_files(Architecture arch, const std::string& nvm_path, const std::stri
 void check_crash_image_slots(Architecture arch, const std::string& nvm_image,
                              const std::string& ssd_image) {
   if (arch != Architecture::kThreeTier) return;
-  std::unique_ptr<NvmTier> nvm = open_nvm_tier(tiered_config(arch, nvm_image, ssd_image, false));
+  std::unique_ptr<NvmTier> nvm =
+      open_nvm_tier(tiered_config(arch, nvm_image, ssd_image, false), false);
   for (SlotId slot = 0; slot < nvm->slot_count(); ++slot) {
     const NvmSlotHeader& header = nvm->header(slot);
     if (header.is_free()) continue;

@@ -326,18 +326,48 @@ TEST_F(NvmTierTest, OpeningAnUnsupportedVersionIsAnError) {
   expect_open_error("version 99");
 }
 
-TEST_F(NvmTierTest, OpeningAFileOfTheOldOneVersionHeaderFormatIsAnErrorNamingTheVersion) {
-  NvmTier::create(options());
+TEST_F(NvmTierTest, OpeningAFileOfAnOlderFormatIsAnErrorNamingTheVersion) {
+  // 1: one header version per line, rewritten in place; 2: no architecture in the superblock.
+  for (std::uint32_t old_version : {1u, 2u}) {
+    NvmTier::create(options());
+    NvmSuperblock superblock{};
+    {
+      std::ifstream file(path_, std::ios::binary);
+      file.read(reinterpret_cast<char*>(&superblock), sizeof(superblock));
+    }
+    ASSERT_EQ(superblock.format_version, 3u);
+    superblock.format_version = old_version;
+    superblock.checksum = superblock.compute_checksum();
+    patch_file(0, &superblock, sizeof(superblock));
+    expect_open_error(
+        fmt::format("NVM format version {} is not supported (expected 3)", old_version));
+  }
+}
+
+TEST_F(NvmTierTest, TheSuperblockNamesTheArchitectureAndOpeningAsAnotherIsAnError) {
+  NvmTierOptions created = options();
+  created.architecture = "3tier";
+  NvmTier::create(created);
   NvmSuperblock superblock{};
   {
     std::ifstream file(path_, std::ios::binary);
     file.read(reinterpret_cast<char*>(&superblock), sizeof(superblock));
   }
-  ASSERT_EQ(superblock.format_version, 2u);
-  superblock.format_version = 1;  // one header version per line, rewritten in place
-  superblock.checksum = superblock.compute_checksum();
-  patch_file(0, &superblock, sizeof(superblock));
-  expect_open_error("NVM format version 1 is not supported (expected 2)");
+  EXPECT_EQ(std::string(superblock.architecture), "3tier");
+  NvmTierOptions wrong = open_options();
+  wrong.architecture = "ssd-bm";
+  try {
+    NvmTier::open(wrong);
+    FAIL() << "a 3tier file opened as ssd-bm";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("holds a 3tier database, not ssd-bm"),
+              std::string::npos)
+        << error.what();
+  }
+  NvmTierOptions right = open_options();
+  right.architecture = "3tier";
+  EXPECT_NO_THROW(NvmTier::open(right));
+  EXPECT_NO_THROW(NvmTier::open(open_options())) << "no architecture asked for: any";
 }
 
 TEST_F(NvmTierTest, OpeningARandomFileIsAnError) {

@@ -193,13 +193,35 @@ TEST_F(SsdSuperblock, BothBitmapsCorruptIsRefused) {
 }
 
 TEST_F(SsdSuperblock, OtherFormatVersionIsRefused) {
-  for (unsigned copy = 0; copy < 2; ++copy) {
-    Superblock superblock = read_copy(options_.path, copy);
-    superblock.version = Superblock::kVersion + 1;
-    superblock.seal();
-    write_copy(options_.path, copy, superblock);
+  // 1: no architecture in the superblock; kVersion + 1: a newer build's.
+  for (std::uint32_t version : {1u, Superblock::kVersion + 1}) {
+    for (unsigned copy = 0; copy < 2; ++copy) {
+      Superblock superblock = read_copy(options_.path, copy);
+      superblock.version = version;
+      superblock.seal();
+      write_copy(options_.path, copy, superblock);
+    }
+    EXPECT_NE(open_error().find(fmt::format("has format version {}, this build reads version {}",
+                                            version, Superblock::kVersion)),
+              std::string::npos)
+        << open_error();
   }
-  EXPECT_NE(open_error().find("format version 2"), std::string::npos) << open_error();
+}
+
+TEST_F(SsdSuperblock, TheArchitectureIsRecordedAndAnotherIsRefused) {
+  options_.create = true;
+  options_.architecture = "3tier";
+  SsdPageFile::create(options_).reset();
+  options_.create = false;
+  EXPECT_EQ(std::string(read_copy(options_.path, 0).architecture), "3tier");
+  EXPECT_EQ(std::string(read_copy(options_.path, 1).architecture), "3tier");
+  options_.architecture = "ssd-bm";
+  EXPECT_NE(open_error().find("holds a 3tier database, not ssd-bm"), std::string::npos)
+      << open_error();
+  options_.architecture = "3tier";
+  EXPECT_NO_THROW(SsdPageFile::open(options_));
+  options_.architecture = "";
+  EXPECT_NO_THROW(SsdPageFile::open(options_)) << "no architecture asked for: any";
 }
 
 TEST_F(SsdSuperblock, OtherPageSizeIsRefused) {

@@ -90,3 +90,23 @@ TEST_F(WorkloadsBenchCli, ARunWritesItsJsonAndPrintsProgress) {
   EXPECT_EQ(result.at("config").at("arch"), "main-memory");
   EXPECT_GT(result.at("throughput_ops_s").get<double>(), 0);
 }
+
+// Each of these ran (--ops 0: for 10 s) or failed with a misleading message.
+TEST_F(WorkloadsBenchCli, ZeroOpsNegativeCountsAndOneFileForTwoTiersSaySo) {
+  const std::string same = (dir_ / "same.file").string();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--ops 0 " + files(), "tristore-bench: --ops must be at least 1\n"},
+      {"--records -5 " + files(), "tristore-bench: --records must be a positive integer, not -5\n"},
+      {"--nvm-read-ns -1 " + files(),
+       "tristore-bench: --nvm-read-ns must be a non-negative integer, not -1\n"},
+      {"--records 1000 --ops 10 --warmup 0 --dram 16MiB --nvm 16MiB --ssd 64MiB --nvm-path '" +
+           same + "' --ssd-path '" + same + "'",
+       "tristore-bench: the NVM path '" + same + "' and the SSD path '" + same +
+           "' name the same file; a database needs two\n"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const Outcome outcome = run(args);
+    EXPECT_EQ(outcome.status, 2) << args;
+    EXPECT_EQ(outcome.err, expected) << args;
+  }
+}

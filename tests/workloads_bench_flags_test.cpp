@@ -28,6 +28,8 @@ std::string error_of(std::vector<std::string> args) {
     parse(std::move(args));
   } catch (const Error& error) {
     return error.what();
+  } catch (const CLI::ParseError& error) {
+    return std::string("CLI11: ") + error.what();
   }
   return "";
 }
@@ -159,6 +161,31 @@ TEST(WorkloadsBenchFlags, ImpossibleSettingsAreOneLineErrors) {
         << "args " << testing::PrintToString(args) << " gave '" << message << "'";
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;
   }
+}
+
+// CLI11 wraps a negative number around to a huge unsigned one (--records -5 was refused as
+// 18446744073709551611 records) or fails to convert it with no word about the sign.
+TEST(WorkloadsBenchFlags, NegativeNumbersForUnsignedFlagsAreErrorsThatSaySo) {
+  const std::vector<std::pair<std::string, std::string>> flags = {
+      {"--records", "positive"},
+      {"--warehouses", "positive"},
+      {"--scan-length", "positive"},
+      {"--threads", "positive"},
+      {"--ops", "positive"},
+      {"--nvm-read-ns", "non-negative"},
+      {"--nvm-write-ns", "non-negative"},
+      {"--admission-set", "non-negative"},
+      {"--seed", "non-negative"},
+  };
+  for (const auto& [flag, kind] : flags) {
+    const std::string message = error_of({flag, "-5"});
+    EXPECT_EQ(message, flag + " must be a " + kind + " integer, not -5");
+  }
+}
+
+TEST(WorkloadsBenchFlags, OpsZeroIsAnErrorNotTenSeconds) {
+  EXPECT_EQ(error_of({"--ops", "0"}), "--ops must be at least 1");
+  EXPECT_EQ(parse({"--ops", "1"}).ops, 1U);
 }
 
 TEST(WorkloadsBenchFlags, UnknownFlagsAndSecondsWithOpsAreParseErrors) {

@@ -27,6 +27,23 @@ std::uint64_t parse_size_flag(std::string_view flag, const std::string& text) {
 
 }  // namespace
 
+CLI::Option* BenchFlags::refuse_negative(CLI::Option* option, Sign sign) {
+  // Checked on the text, before CLI11 converts it: it wraps "-5" around to
+  // 18446744073709551611 for 64-bit flags and fails without a word about the sign for others.
+  // The Error (not a CLI11 message) leaves app.parse as finish()'s errors leave finish.
+  const std::string name = option->get_name();
+  option->check(CLI::Validator(
+      [name, sign](std::string& text) -> std::string {
+        const std::size_t first = text.find_first_not_of(" \t");
+        if (first != std::string::npos && text[first] == '-')
+          fail("{} must be a {} integer, not {}", name,
+               sign == kPositive ? "positive" : "non-negative", text);
+        return "";
+      },
+      ""));
+  return option;
+}
+
 BenchFlags::BenchFlags(CLI::App& app) {
   // A flag given twice takes its last value, so scripts can override their defaults.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -37,41 +54,40 @@ BenchFlags::BenchFlags(CLI::App& app) {
   app.add_option("--dram", dram_, "DRAM buffer budget, e.g. 200MiB")->capture_default_str();
   app.add_option("--nvm", nvm_, "NVM capacity, e.g. 1GiB")->capture_default_str();
   app.add_option("--ssd", ssd_, "SSD capacity, e.g. 5GiB")->capture_default_str();
-  app.add_option("--records", o.ycsb.records, "YCSB: number of records")->capture_default_str();
-  app.add_option("--warehouses", o.warehouses, "TPC-C: number of warehouses")
-      ->capture_default_str();
+  add_unsigned(app, "--records", o.ycsb.records, "YCSB: number of records", kPositive);
+  add_unsigned(app, "--warehouses", o.warehouses, "TPC-C: number of warehouses", kPositive);
   app.add_option("--nvm-path", nvm_path_, "NVM file (default: /dev/shm/tristore-bench-PID.nvm)");
   app.add_option("--ssd-path", ssd_path_, "SSD file (default: $TMPDIR/tristore-bench-PID.ssd)");
-  app.add_option("--nvm-read-ns", o.config.nvm_read_ns, "injected latency per NVM line read")
-      ->capture_default_str();
-  app.add_option("--nvm-write-ns", o.config.nvm_write_ns, "injected latency per NVM line written")
-      ->capture_default_str();
+  add_unsigned(app, "--nvm-read-ns", o.config.nvm_read_ns, "injected latency per NVM line read",
+               kNonNegative);
+  add_unsigned(app, "--nvm-write-ns", o.config.nvm_write_ns,
+               "injected latency per NVM line written", kNonNegative);
   app.add_option("--llc", llc_, "simulated last-level cache size (0: this machine's)")
       ->capture_default_str();
   app.add_option("--numa-node", o.config.numa_node, "bind NVM to this NUMA node (-1: none)")
       ->capture_default_str();
-  app.add_option("--admission-set", o.config.admission_set_size,
-                 "NVM admission set entries (0: engine default)")
-      ->capture_default_str();
+  add_unsigned(app, "--admission-set", o.config.admission_set_size,
+               "NVM admission set entries (0: engine default)", kNonNegative);
   app.add_option("--distribution", distribution_, "YCSB keys: zipf|uniform|scrambled-zipf")
       ->capture_default_str();
   app.add_option("--zipf", o.ycsb.zipf_theta, "Zipf theta for --distribution zipf")
       ->capture_default_str();
   app.add_option("--update-ratio", o.ycsb.update_ratio_percent, "ycsb-rw: percent of updates")
       ->capture_default_str();
-  app.add_option("--scan-length", o.ycsb.max_scan_length,
-                 "ycsb-scan: scans are of uniform length in [1, N]")
-      ->capture_default_str();
+  add_unsigned(app, "--scan-length", o.ycsb.max_scan_length,
+               "ycsb-scan: scans are of uniform length in [1, N]", kPositive);
   app.add_flag("--full-scan", o.ycsb.full_scan, "ycsb-scan: every scan reads the whole table");
   app.add_option("--fill-factor", o.ycsb.fill_factor, "B-tree leaf fill after loading")
       ->capture_default_str();
   app.add_flag("--micro", o.ycsb.micro, "YCSB with 8-byte keys and 8-byte values (paper 5.5)");
-  app.add_option("--seed", o.ycsb.seed, "random seed")->capture_default_str();
-  app.add_option("--threads", o.threads, "worker threads (only 1 today)")->capture_default_str();
+  add_unsigned(app, "--seed", o.ycsb.seed, "random seed", kNonNegative);
+  add_unsigned(app, "--threads", o.threads, "worker threads (only 1 today)", kPositive);
   seconds_option_ =
       app.add_option("--seconds", o.seconds, "measured phase length")->capture_default_str();
-  app.add_option("--ops", o.ops, "measured phase: exactly this many operations instead")
-      ->excludes(seconds_option_);
+  ops_option_ = add_unsigned(app, "--ops", o.ops,
+                             "measured phase: exactly this many operations instead", kPositive,
+                             /*show_default=*/false);
+  ops_option_->excludes(seconds_option_);
   app.add_option("--warmup", o.warmup_seconds, "seconds of unmeasured warm-up")
       ->capture_default_str();
   app.add_flag("--no-cl-grained", no_cl_grained_, "3tier: load whole pages from NVM");
@@ -93,6 +109,9 @@ BenchFlags::BenchFlags(CLI::App& app) {
 
 BenchOptions BenchFlags::finish() const {
   BenchOptions o = defaults_;
+
+  // 0 is the value "no --ops" has, which runs for --seconds instead: refuse it when given.
+  if (o.ops == 0 && ops_option_->count() > 0) fail("--ops must be at least 1");
 
   // 1. Names and sizes.
   o.config.architecture = parse_architecture(arch_);
@@ -131,7 +150,8 @@ BenchOptions BenchFlags::finish() const {
                                            fmt::format("tristore-bench-{}.ssd", pid))
                                               .string()
                                         : ssd_path_;
-  o.config.create = true;
+  // An experiment starts from fresh files, deliberately discarding what a named file held.
+  o.config.open_mode = OpenMode::kCreateReplacing;
 
   // 3. Everything else.
   validate(o);

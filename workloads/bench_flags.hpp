@@ -16,6 +16,17 @@ class BenchFlags {
   BenchOptions finish() const;  // throws Error (one line) on bad values or impossible sizes
 
  private:
+  enum Sign { kPositive, kNonNegative };  // what the error message asks for
+  // An unsigned integer flag; a negative value is an Error thrown by app.parse.
+  template <typename T>
+  CLI::Option* add_unsigned(CLI::App& app, const std::string& name, T& value,
+                            const std::string& description, Sign sign, bool show_default = true) {
+    CLI::Option* option = app.add_option(name, value, description);
+    if (show_default) option->capture_default_str();
+    return refuse_negative(option, sign);
+  }
+  static CLI::Option* refuse_negative(CLI::Option* option, Sign sign);
+
   BenchOptions defaults_;
   std::string arch_ = "3tier";
   std::string workload_ = "ycsb-ro";
@@ -32,6 +43,7 @@ class BenchFlags {
   bool quiet_ = false;
   double sample_ms_ = 100;
   CLI::Option* seconds_option_ = nullptr;
+  CLI::Option* ops_option_ = nullptr;
 };
 
 }  // namespace tristore

@@ -252,7 +252,7 @@ RestartedRun restart_and_run(const BenchOptions& options, SteadyClock::duration 
                              const ProgressPrinter& progress, SteadyClock::time_point crash) {
   RestartedRun run;
   Config config = options.config;
-  config.create = false;
+  config.open_mode = OpenMode::kOpenExisting;
   run.reopen_start = SteadyClock::now();
   std::unique_ptr<Database> db = Database::open(config);
   run.reopened = SteadyClock::now();

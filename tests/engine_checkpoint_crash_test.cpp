@@ -58,7 +58,7 @@ Config simulated_config(Architecture arch, const Files& files, bool create) {
   config.ssd_bytes = 64 * kMiB;
   config.nvm_path = files.nvm;
   config.ssd_path = files.ssd;
-  config.create = create;
+  config.open_mode = create ? OpenMode::kCreateReplacing : OpenMode::kOpenExisting;
   config.nvm_crash_simulation = true;
   config.ssd_crash_simulation = arch == Architecture::kThreeTier || arch == Architecture::kSsdBm;
   return config;

@@ -63,7 +63,7 @@ Config loop_config(Architecture arch, const Files& files, bool create) {
   config.ssd_bytes = 64 * kMiB;
   config.nvm_path = files.nvm;
   config.ssd_path = files.ssd;
-  config.create = create;
+  config.open_mode = create ? OpenMode::kCreateReplacing : OpenMode::kOpenExisting;
   return config;
 }
 

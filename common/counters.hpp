@@ -6,22 +6,24 @@
 
 namespace tristore {
 
-#define TRISTORE_COUNTERS(X)                                                      \
-  X(nvm_lines_read)    /* cache lines loaded from NVM (or charged, nvm-direct) */ \
-  X(nvm_lines_written) /* cache lines written back to NVM */                      \
-  X(ssd_pages_read)                                                               \
-  X(ssd_pages_written)                                                            \
-  X(ssd_syncs)          /* SSD file syncs (the writes before one are durable) */  \
-  X(page_table_lookups) /* fixes that went through the combined page table */     \
-  X(swizzled_hits)      /* fixes served by a swizzled swip: no lookup */          \
-  X(mini_pages_created)                                                           \
-  X(mini_page_promotions)                                                         \
-  X(nvm_admissions)        /* DRAM evictions admitted to NVM */                   \
-  X(nvm_admissions_denied) /* DRAM evictions sent to SSD instead */               \
-  X(dram_evictions)                                                               \
-  X(nvm_evictions)                                                                \
-  X(llc_misses) /* NVM lines that missed the simulated LLC */                     \
-  X(log_bytes_written)                                                            \
+#define TRISTORE_COUNTERS(X)                                                          \
+  X(nvm_lines_read)        /* cache lines loaded from NVM (or charged, nvm-direct) */ \
+  X(nvm_lines_written)     /* cache lines written to NVM, log area included */        \
+  X(nvm_log_lines_written) /* of those, in the log area (records, header) */          \
+  X(ssd_pages_read)                                                                   \
+  X(ssd_pages_written)                                                                \
+  X(ssd_syncs)          /* SSD file syncs (the writes before one are durable) */      \
+  X(page_table_lookups) /* fixes that went through the combined page table */         \
+  X(swizzled_hits)      /* fixes served by a swizzled swip: no lookup */              \
+  X(mini_pages_created)                                                               \
+  X(mini_page_promotions)                                                             \
+  X(nvm_admissions)        /* DRAM evictions admitted to NVM */                       \
+  X(nvm_admissions_denied) /* DRAM evictions sent to SSD instead */                   \
+  X(dram_evictions)                                                                   \
+  X(nvm_evictions)                                                                    \
+  X(llc_misses) /* NVM lines that missed the simulated LLC */                         \
+  X(log_bytes_written)                                                                \
+  X(log_records)                                                                      \
   X(log_checkpoints) /* checkpoints completed (named in the log header) */
 
 struct Counters {

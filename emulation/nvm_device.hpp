@@ -92,6 +92,13 @@ class NvmDevice {
       charge_write_latency(first, count);
   }
 
+  // A write to the log area: counted in nvm_lines_written and, apart, in
+  // nvm_log_lines_written, so that data-area writes (wear, paper Fig. 16) can be told apart.
+  void write_log(std::byte* nvm_dst, const void* dram_src, std::size_t length) {
+    write(nvm_dst, dram_src, length);
+    if (length != 0) counters_.nvm_log_lines_written += line_range(nvm_dst, length).count;
+  }
+
   // pmem_flush picks clwb / clflushopt / clflush at run time.
   void flush(const void* nvm, std::size_t length) {
     if (crash_) [[unlikely]]

@@ -31,9 +31,9 @@ class LogArea {
   void write(Lsn lsn, const void* source, std::uint64_t length) {
     if (length == 0) return;  // an empty payload part may have no address at all
     const std::uint64_t first = std::min(length, contiguous(lsn));
-    device_->write(at(lsn), source, first);
+    device_->write_log(at(lsn), source, first);
     if (first < length) [[unlikely]]
-      device_->write(records_, static_cast<const std::byte*>(source) + first, length - first);
+      device_->write_log(records_, static_cast<const std::byte*>(source) + first, length - first);
   }
   void flush(Lsn lsn, std::uint64_t length) {
     const std::uint64_t first = std::min(length, contiguous(lsn));

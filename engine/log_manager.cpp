@@ -95,10 +95,10 @@ std::unique_ptr<LogManager> LogManager::create(NvmDevice& device, std::span<std:
   header.epoch = 1;
   header.checksum = header.compute_checksum();
   const LogHeader empty{};
-  device.write(area.data(), &empty, sizeof(empty));
-  device.write(area.data() + sizeof(LogHeader), &empty, sizeof(empty));
-  device.write(area.data() + header.generation % kLogHeaderCopies * sizeof(LogHeader), &header,
-               sizeof(header));
+  device.write_log(area.data(), &empty, sizeof(empty));
+  device.write_log(area.data() + sizeof(LogHeader), &empty, sizeof(empty));
+  device.write_log(area.data() + header.generation % kLogHeaderCopies * sizeof(LogHeader), &header,
+                   sizeof(header));
   device.persist(area.data(), kLogHeaderCopies * sizeof(LogHeader));
   return std::unique_ptr<LogManager>(new LogManager(device, area, header, options));
 }
@@ -219,6 +219,7 @@ Lsn LogManager::append(LogRecordType type, TxnId txn, Lsn prev_lsn,
   ++stats_.records;
   stats_.bytes += size;
   device_.counters().log_bytes_written += size;
+  device_.counters().log_records += 1;
   return lsn;
 }
 
@@ -343,7 +344,7 @@ void LogManager::write_header_locked(Lsn start, Lsn checkpoint) {
   header.epoch = epoch_;
   header.checksum = header.compute_checksum();
   LogHeader* copy = &headers_[header.generation % kLogHeaderCopies];
-  device_.write(reinterpret_cast<std::byte*>(copy), &header, sizeof(header));
+  device_.write_log(reinterpret_cast<std::byte*>(copy), &header, sizeof(header));
   device_.persist(copy, sizeof(header));
   generation_ = header.generation;
   start_ = start;

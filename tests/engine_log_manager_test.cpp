@@ -116,6 +116,11 @@ TEST_F(LogManagerTest, AppendedRecordsReadBackInOrderWithAllTheirFields) {
   expect_log_holds(*log, expected);
   EXPECT_EQ(log->stats().records, 200u);
   EXPECT_EQ(device_->counters().log_bytes_written, log->end_lsn() - log->start_lsn());
+  EXPECT_EQ(device_->counters().log_records, 200u);
+  // Every line this device wrote is the log's (records and header), and no fewer than the
+  // records fill.
+  EXPECT_EQ(device_->counters().nvm_log_lines_written, device_->counters().nvm_lines_written);
+  EXPECT_GE(device_->counters().nvm_log_lines_written * 64, log->end_lsn() - log->start_lsn());
 }
 
 TEST_F(LogManagerTest, PayloadPartsAreConcatenatedIntoOneRecord) {

@@ -58,6 +58,8 @@ void expect_contract_fields(const nlohmann::json& result) {
        {"arch", "workload", "dram_bytes", "nvm_bytes", "ssd_bytes", "nvm_read_ns", "nvm_write_ns",
         "threads", "cache_line_grained", "mini_pages", "swizzling", "seed"})
     EXPECT_TRUE(result.at("config").contains(setting)) << setting;
+  for (const char* derived : {"log_bytes_per_op", "log_records_per_op", "nvm_data_lines_written"})
+    EXPECT_TRUE(result.at("derived").contains(derived)) << derived;
   EXPECT_GT(result.at("data_bytes").get<std::uint64_t>(), 0U);
   EXPECT_GT(result.at("seconds").get<double>(), 0);
   EXPECT_GT(result.at("throughput_ops_s").get<double>(), 0);
@@ -124,6 +126,31 @@ TEST(WorkloadsYcsbEndToEndPhases, LoadWritesAreNotCountedInTheMeasuredPhase) {
   EXPECT_GT(result.at("load").at("counters").at("nvm_lines_written").get<std::uint64_t>(), 0U);
   EXPECT_EQ(result.at("counters").at("nvm_lines_written").get<std::uint64_t>(), 0U);
   EXPECT_GT(result.at("counters").at("nvm_lines_read").get<std::uint64_t>(), 0U);
+}
+
+TEST(WorkloadsYcsbEndToEndPhases, UpdatesReportTheirLogPerOperationAndDataAreaWrites) {
+  // Every autocommit update logs its undo, its redo and its commit; a read-only run logs none.
+  SmallRun run(Architecture::kNvmDirect, YcsbKind::kReadWrite, false);
+  run.options.ycsb.update_ratio_percent = 100;
+  const nlohmann::json result = run_bench(run.options);
+  const nlohmann::json& counters = result.at("counters");
+  const nlohmann::json& derived = result.at("derived");
+  EXPECT_EQ(derived.at("log_records_per_op").get<double>(),
+            counters.at("log_records").get<double>() / 2000);
+  EXPECT_GE(derived.at("log_records_per_op").get<double>(), 3.0);
+  EXPECT_EQ(derived.at("log_bytes_per_op").get<double>(),
+            counters.at("log_bytes_written").get<double>() / 2000);
+  // nvm-direct updates its pages in place: both areas are written, the data area apart.
+  const auto lines = counters.at("nvm_lines_written").get<std::uint64_t>();
+  const auto log_lines = counters.at("nvm_log_lines_written").get<std::uint64_t>();
+  EXPECT_GT(log_lines, 0U);
+  EXPECT_LT(log_lines, lines);
+  EXPECT_EQ(derived.at("nvm_data_lines_written").get<std::uint64_t>(), lines - log_lines);
+
+  SmallRun read_only(Architecture::kNvmDirect, YcsbKind::kReadOnly, false);
+  const nlohmann::json reads = run_bench(read_only.options);
+  EXPECT_EQ(reads.at("counters").at("log_records"), 0);
+  EXPECT_EQ(reads.at("derived").at("log_bytes_per_op"), 0.0);
 }
 
 TEST(WorkloadsYcsbEndToEndPhases, FullScansVisitTheWholeTable) {

@@ -23,11 +23,22 @@ nlohmann::json memory_json(const MemoryUsage& memory) {
           {"ssd_bytes", memory.ssd_bytes}};
 }
 
+nlohmann::json derived_json(const PhaseResult& phase) {
+  const Counters& c = phase.counters;
+  const auto per_op = [&](std::uint64_t value) {
+    return phase.ops > 0 ? static_cast<double>(value) / static_cast<double>(phase.ops) : 0.0;
+  };
+  return {{"log_bytes_per_op", per_op(c.log_bytes_written)},
+          {"log_records_per_op", per_op(c.log_records)},
+          {"nvm_data_lines_written", c.nvm_lines_written - c.nvm_log_lines_written}};
+}
+
 nlohmann::json phase_json(const PhaseResult& phase) {
   return {{"seconds", phase.seconds},
           {"ops", phase.ops},
           {"ops_s", phase.seconds > 0 ? static_cast<double>(phase.ops) / phase.seconds : 0.0},
-          {"counters", counters_json(phase.counters)}};
+          {"counters", counters_json(phase.counters)},
+          {"derived", derived_json(phase)}};
 }
 
 nlohmann::json config_json(const BenchOptions& options) {

@@ -11,7 +11,10 @@ namespace tristore {
 
 nlohmann::json counters_json(const Counters& counters);  // every counter, by its field name
 nlohmann::json memory_json(const MemoryUsage& memory);
-nlohmann::json phase_json(const PhaseResult& phase);      // seconds, ops, ops_s, counters
+// Per operation (per transaction in TPC-C): log bytes and records; NVM lines written to the
+// data area (nvm_lines_written less the log area's).
+nlohmann::json derived_json(const PhaseResult& phase);
+nlohmann::json phase_json(const PhaseResult& phase);      // seconds, ops, ops_s, counters, derived
 nlohmann::json config_json(const BenchOptions& options);  // every effective setting
 
 // The B-tree's size after loading: the tier that holds every page of the architecture has the

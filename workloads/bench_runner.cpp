@@ -53,6 +53,7 @@ nlohmann::json run_ycsb_bench(Database& db, const BenchOptions& options,
                                    ? static_cast<double>(ycsb.measured.ops) / ycsb.measured.seconds
                                    : 0.0;
   result["counters"] = counters_json(ycsb.measured.counters);
+  result["derived"] = derived_json(ycsb.measured);
   result["data_bytes"] = tree_bytes(ycsb.memory_after_load);
   result["data_bytes_estimated"] =
       estimated_tree_bytes(options.ycsb.records, ycsb_key_bytes(options.ycsb),

@@ -66,6 +66,7 @@ nlohmann::json run_tpcc_bench(Database& db, const BenchOptions& options,
   result["throughput_ops_s"] =
       measured.seconds > 0 ? static_cast<double>(measured.ops) / measured.seconds : 0.0;
   result["counters"] = counters_json(measured.counters);
+  result["derived"] = derived_json(measured);
   result["data_bytes"] = tree_bytes(memory_after_load_usage);
   result["loaded_row_bytes"] = totals.bytes;
   nlohmann::json by_type = nlohmann::json::object();

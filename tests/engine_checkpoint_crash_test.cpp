@@ -153,7 +153,7 @@ void cut_checkpoints(Architecture arch) {
   // 1. The operations that ran the last checkpoints; each one's last fences.
   std::vector<std::uint64_t> points;
   const std::size_t checkpoints_cut = 2 * static_cast<std::size_t>(soak());
-  const std::uint64_t fences_each = 4 * static_cast<std::uint64_t>(soak());
+  const std::uint64_t fences_each = 3 * static_cast<std::uint64_t>(soak());
   for (auto it = trace.rbegin();
        it != trace.rend() && points.size() < checkpoints_cut * fences_each; ++it) {
     if (!it->checkpointed) continue;

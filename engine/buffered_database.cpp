@@ -87,6 +87,8 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
       nvm_->device().persist(nvm_->metadata_area().data(), nvm_->metadata_area().size());
   }
 
+  void trust_page(PageId page_id) override { manager_->trust_nvm_copy(page_id); }
+
   void redo(Lsn lsn, const RedoPageBytes& entry, std::span<const std::byte> bytes) override {
     if (entry.offset == kRedoRootEntry) return redo_root(bytes, entry.page_id);
     if (entry.length == kPageSize) {

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "common/error.hpp"
+#include "engine/ssd_generation_witness.hpp"
 
 namespace tristore {
 
@@ -57,7 +58,8 @@ std::unique_ptr<NvmTier> open_log_tier(const Config& config) {
   return open_nvm_tier(log_only, 0, log_bytes);
 }
 
-std::unique_ptr<SsdPageFile> open_ssd_file(const Config& config, std::uint64_t database_id) {
+std::unique_ptr<SsdPageFile> open_ssd_file(const Config& config, std::uint64_t database_id,
+                                           NvmTier* witness) {
   std::string path = effective_ssd_path(config);
   require_directory(path, "SSD");
   SsdOptions options;
@@ -66,6 +68,12 @@ std::unique_ptr<SsdPageFile> open_ssd_file(const Config& config, std::uint64_t d
   options.create = config.create;
   options.database_id = database_id;
   options.crash_simulation = config.ssd_crash_simulation;
+  if (witness != nullptr) {
+    if (!config.create) options.durable_generation = read_ssd_generation_witness(*witness);
+    options.on_generation_durable = [witness](std::uint64_t generation) {
+      record_ssd_generation_witness(*witness, generation);
+    };
+  }
   return config.create ? SsdPageFile::create(options) : SsdPageFile::open(options);
 }
 

@@ -84,22 +84,30 @@ struct alignas(kCacheLineSize) NvmSlotHeaderLine {
   static constexpr std::size_t place_of(std::uint32_t sequence) { return sequence & 1u; }
   NvmSlotHeaderVersion& version_for(std::uint32_t sequence) { return versions[place_of(sequence)]; }
 
-  // The valid version with the higher sequence number (compared modulo 2^32); none only when
-  // both are corrupt, which no crash can cause.
-  std::optional<NvmSlotHeader> current(SlotId slot) const {
+  // What open reads of a line: its current header, the valid version with the higher
+  // sequence number (compared modulo 2^32; none only when both are corrupt, which no crash can
+  // cause), and whether both versions are intact and say the same, as a complete update
+  // leaves them. Otherwise open rewrites the other place (NvmTier::load_headers) before any
+  // update may overwrite the only intact version. Each checksum is computed once.
+  struct Reading {
+    std::optional<NvmSlotHeader> current;
+    bool mirrored;
+  };
+  Reading read(SlotId slot) const {
+    const bool valid[2] = {versions[0].valid(slot, 0), versions[1].valid(slot, 1)};
     const auto newer = static_cast<std::int32_t>(versions[1].sequence - versions[0].sequence) > 0;
     const std::size_t first = newer ? 1 : 0;
-    if (versions[first].valid(slot, first)) return versions[first].header();
-    if (versions[1 - first].valid(slot, 1 - first)) return versions[1 - first].header();
-    return std::nullopt;
+    Reading reading{std::nullopt, false};
+    if (valid[first])
+      reading.current = versions[first].header();
+    else if (valid[1 - first])
+      reading.current = versions[1 - first].header();
+    reading.mirrored =
+        valid[0] && valid[1] && versions[0].header().same_content(versions[1].header());
+    return reading;
   }
-  // Both versions intact and saying the same: what a complete update leaves. Otherwise open
-  // rewrites the other place (NvmTier::load_headers) before any update may overwrite the
-  // only intact version.
-  bool mirrored(SlotId slot) const {
-    return versions[0].valid(slot, 0) && versions[1].valid(slot, 1) &&
-           versions[0].header().same_content(versions[1].header());
-  }
+  std::optional<NvmSlotHeader> current(SlotId slot) const { return read(slot).current; }
+  bool mirrored(SlotId slot) const { return read(slot).mirrored; }
 
   // A freshly formatted slot: free, both versions valid.
   static NvmSlotHeaderLine free_slot(SlotId slot) {

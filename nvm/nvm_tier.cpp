@@ -113,12 +113,12 @@ void NvmTier::load_headers() {
   std::vector<SlotId> unmirrored;
   for (std::uint64_t id = 0; id < layout_.slot_count; ++id) {
     const auto slot = static_cast<SlotId>(id);
-    const std::optional<NvmSlotHeader> header = header_lines_[id].current(slot);
-    if (!header)
+    const NvmSlotHeaderLine::Reading reading = header_lines_[id].read(slot);
+    if (!reading.current)
       fail("{}: corrupt header of NVM slot {} (neither of its two versions is intact)",
            device_->path(), id);
-    mirror_[id] = *header;
-    if (!header_lines_[id].mirrored(slot)) unmirrored.push_back(slot);
+    mirror_[id] = *reading.current;
+    if (!reading.mirrored) unmirrored.push_back(slot);
   }
   // 2. A line a crash (or a flipped byte) left with one intact version gets its mirror back
   //    now: the next update would otherwise overwrite the only intact one first.

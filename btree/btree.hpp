@@ -147,6 +147,8 @@ class BTree {
         if (!visit(static_cast<const K&>(k), static_cast<const V&>(v))) return visited;
       }
       if (!fence) break;
+      // Separators rise from leaf to leaf; one that does not is a damaged inner page.
+      if (!(next < *fence)) fail("corrupt B-tree: the scan's next separator does not rise");
       next = *fence;
     }
     return visited;
@@ -205,8 +207,24 @@ class BTree {
     std::memcpy(&value, p, sizeof(T));
     return value;
   }
+  // A node header is checked before the tree trusts its count (a page damaged on NVM or SSD
+  // must give an Error, never a read past the page or a wild child).
   static NodeHeader header(Guard& g) {
-    return load<NodeHeader>(g.read(kNodeHeaderOffset, sizeof(NodeHeader)));
+    return checked(g, load<NodeHeader>(g.read(kNodeHeaderOffset, sizeof(NodeHeader))));
+  }
+  static NodeHeader checked(const Guard& g, const NodeHeader& h) {
+    if (h.is_leaf > 1 || h.count > (h.is_leaf ? kLeafCapacity : kInnerCapacity)) [[unlikely]]
+      fail_corrupt(g, fmt::format("node kind {} with {} keys", h.is_leaf, h.count));
+    return h;
+  }
+  [[noreturn]] static void fail_corrupt(const Guard& g, const std::string& what) {
+    fail("corrupt B-tree page {}: {}", g.page_id(), what);
+  }
+  // No tree of 16 KiB pages gets this deep; a longer path is a cycle of damaged pages.
+  static constexpr std::uint32_t kMaxHeight = 64;
+  static void check_depth(const Guard& g, std::uint32_t depth) {
+    if (depth > kMaxHeight) [[unlikely]]
+      fail_corrupt(g, fmt::format("a path of more than {} levels (a cycle)", kMaxHeight));
   }
   static void write_header(Guard& g, const NodeHeader& h) {
     std::memcpy(g.write(kNodeHeaderOffset, sizeof(NodeHeader)), &h, sizeof(NodeHeader));
@@ -292,7 +310,7 @@ class BTree {
 
   Guard find_leaf(const K& key, std::uint32_t& count) {
     Guard node = access_.fix(root_, nullptr);
-    for (;;) {
+    for (std::uint32_t depth = 1;; check_depth(node, ++depth)) {
       NodeHeader h = header(node);
       if (h.is_leaf) {
         count = h.count;
@@ -355,7 +373,7 @@ class BTree {
     // 2. Move the upper half.
     std::byte* left = child.whole_page();
     std::byte* right = sibling.whole_page();
-    NodeHeader h = load<NodeHeader>(left + kNodeHeaderOffset);
+    NodeHeader h = checked(child, load<NodeHeader>(left + kNodeHeaderOffset));
     std::uint32_t keep = h.count / 2;
     K separator = load<K>(left + Leaf::key_offset(keep));
     NodeHeader right_header{.count = 0, .is_leaf = h.is_leaf, .reserved = {}};
@@ -399,7 +417,7 @@ class BTree {
       Guard new_root = grow_root(node);
       node = std::move(new_root);
     }
-    for (;;) {
+    for (std::uint32_t depth = 1;; check_depth(node, ++depth)) {
       NodeHeader h = header(node);
       if (h.is_leaf) {
         Position at = search(node, h.count, key);
@@ -424,7 +442,7 @@ class BTree {
     Guard node = access_.fix(root_, nullptr);
     std::optional<Guard> parent;
     std::uint32_t index_in_parent = 0;
-    for (;;) {
+    for (std::uint32_t depth = 1;; check_depth(node, ++depth)) {
       NodeHeader h = header(node);
       if (h.is_leaf) {
         Position at = search(node, h.count, key);
@@ -477,8 +495,8 @@ class BTree {
   void merge(Guard& parent, std::uint32_t parent_count, std::uint32_t l, Guard& left, Guard right) {
     std::byte* lp = left.whole_page();
     std::byte* rp = right.whole_page();
-    NodeHeader lh = load<NodeHeader>(lp + kNodeHeaderOffset);
-    NodeHeader rh = load<NodeHeader>(rp + kNodeHeaderOffset);
+    NodeHeader lh = checked(left, load<NodeHeader>(lp + kNodeHeaderOffset));
+    NodeHeader rh = checked(right, load<NodeHeader>(rp + kNodeHeaderOffset));
     std::uint32_t merged;
     if (lh.is_leaf) {
       std::memcpy(lp + Leaf::key_offset(lh.count), rp + Leaf::key_offset(0), rh.count * sizeof(K));
@@ -547,14 +565,16 @@ class BTree {
   std::size_t copy_leaf_from(const K& from, std::size_t limit, std::vector<std::byte>& batch,
                              std::optional<K>& fence) {
     Guard node = access_.fix(root_, nullptr);
+    std::uint32_t depth = 1;
     for (NodeHeader h = header(node); !h.is_leaf; h = header(node)) {
+      check_depth(node, ++depth);
       std::uint32_t i = upper_bound(node, h.count, from);
       if (i < h.count) fence = key_at(node, i);
       Guard child = access_.fix(swip_at(node, i), &node);
       node = std::move(child);
     }
     const std::byte* page = node.whole_page();
-    std::uint32_t count = load<NodeHeader>(page + kNodeHeaderOffset).count;
+    std::uint32_t count = checked(node, load<NodeHeader>(page + kNodeHeaderOffset)).count;
     std::uint32_t i = 0, hi = count;  // lower bound of `from`
     while (i < hi) {
       std::uint32_t mid = i + (hi - i) / 2;
@@ -646,7 +666,8 @@ class BTree {
   }
 
   void collect_stats(Guard& node, std::uint32_t depth, BTreeStats& s) {
-    NodeHeader h = load<NodeHeader>(node.whole_page() + kNodeHeaderOffset);
+    NodeHeader h = checked(node, load<NodeHeader>(node.whole_page() + kNodeHeaderOffset));
+    check_depth(node, depth);
     s.height = std::max(s.height, depth);
     if (h.is_leaf) {
       ++s.leaves;
@@ -666,6 +687,10 @@ class BTree {
                             std::optional<K> high, std::optional<std::uint32_t>& leaf_depth) {
     const std::byte* page = node.whole_page();
     NodeHeader h = load<NodeHeader>(page + kNodeHeaderOffset);
+    if (depth > kMaxHeight)
+      return fmt::format("page {}: a path of more than {} levels (a cycle)", node.page_id(),
+                         kMaxHeight);
+    if (h.is_leaf > 1) return fmt::format("page {}: node kind {}", node.page_id(), h.is_leaf);
     std::uint32_t capacity = h.is_leaf ? kLeafCapacity : kInnerCapacity;
     if (h.count > capacity)
       return fmt::format("page {}: count {} above capacity {}", node.page_id(), h.count, capacity);

@@ -87,6 +87,8 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
       nvm_->device().persist(nvm_->metadata_area().data(), nvm_->metadata_area().size());
   }
 
+  void trust_page(PageId page_id) override { manager_->trust_nvm_copy(page_id); }
+
   void redo(Lsn lsn, const RedoPageBytes& entry, std::span<const std::byte> bytes) override {
     if (entry.offset == kRedoRootEntry) return redo_root(bytes, entry.page_id);
     if (entry.length == kPageSize) {
@@ -138,7 +140,7 @@ std::unique_ptr<Database> open_buffered_database(const Config& config) {
   std::unique_ptr<NvmTier> log_tier = uses_nvm ? nullptr : open_log_tier(config, create);
   NvmTier& log_home = uses_nvm ? *nvm : *log_tier;
   std::unique_ptr<SsdPageFile> ssd =
-      uses_ssd ? open_ssd_file(config, create, log_home.database_id()) : nullptr;
+      uses_ssd ? open_ssd_file(config, create, log_home.database_id(), &log_home) : nullptr;
   // One machine: when the NVM crash simulator's armed fence fires, the SSD stops too.
   CrashSimulator* nvm_crash = log_home.device().crash_simulator();
   if (SsdCrashSimulator* ssd_crash = ssd ? ssd->crash_simulator() : nullptr; ssd_crash && nvm_crash)

@@ -14,6 +14,10 @@ class DurableStore {
   // One entry of a kRedoOperation record at lsn: page bytes (a full image when the length is
   // kPageSize), a new table root (kRedoRootEntry) or a freed page (kRedoFreedEntry).
   virtual void redo(Lsn lsn, const RedoPageBytes& entry, std::span<const std::byte> bytes) = 0;
+  // Restart, before redo: the log names this page from the checkpoint on. Its NVM copy may be
+  // newer than its checksum (a crash between a write and its checksum), and redo or the
+  // before-images rewrite what matters, so it is not checked against that checksum.
+  virtual void trust_page(PageId) {}
   // nvm-direct: puts back bytes an interrupted operation changed in place.
   virtual void restore_before_image(const RedoPageBytes&, std::span<const std::byte>) {}
 };

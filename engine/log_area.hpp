@@ -35,6 +35,17 @@ class LogArea {
     if (first < length) [[unlikely]]
       device_->write_log(records_, static_cast<const std::byte*>(source) + first, length - first);
   }
+  // Zeroes and persists [lsn, lsn + length): no stale record survives there.
+  void erase(Lsn lsn, std::uint64_t length) {
+    static constexpr std::byte kZeros[4096] = {};
+    for (std::uint64_t done = 0; done < length;) {
+      const std::uint64_t chunk = std::min({length - done, contiguous(lsn + done), sizeof(kZeros)});
+      device_->write_log(at(lsn + done), kZeros, chunk);
+      device_->flush(at(lsn + done), chunk);
+      done += chunk;
+    }
+    device_->fence();
+  }
   void flush(Lsn lsn, std::uint64_t length) {
     const std::uint64_t first = std::min(length, contiguous(lsn));
     device_->flush(at(lsn), first);

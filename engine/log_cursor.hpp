@@ -25,6 +25,8 @@ class LogCursor {
   std::optional<LogRecord> next();
   // Where the next record starts; after the last one, the end of the log.
   Lsn position() const { return position_; }
+  // The epoch of the last record read (0 before any).
+  std::uint32_t last_epoch() const { return min_epoch_; }
 
  private:
   std::optional<LogRecord> end_of_log_at_invalid_record();

@@ -13,6 +13,8 @@ namespace tristore {
 
 namespace {
 
+// Epochs stop here (four billion opens); a header or record beyond it is corrupt.
+constexpr std::uint32_t kMaxLogEpoch = std::numeric_limits<std::uint32_t>::max() - 1;
 // LSN 0 is kNoLsn, so the first record sits one alignment unit in.
 constexpr Lsn kFirstLsn = kLogRecordAlignment;
 // Checkpoint records may use this much of the area that ordinary records leave free, so that
@@ -38,12 +40,6 @@ std::uint32_t random_log_id() {
   const std::uint64_t id = random_nonzero_id();
   const auto folded = static_cast<std::uint32_t>(id ^ (id >> 32));
   return folded != 0 ? folded : 1;
-}
-
-// A header copy that create left empty and no header write has reached since.
-bool is_blank(const LogHeader& copy) {
-  const LogHeader empty{};
-  return std::memcmp(&copy, &empty, sizeof(copy)) == 0;
 }
 
 std::uint64_t bound_step_for(std::uint64_t capacity, const LogOptions& options) {
@@ -105,18 +101,18 @@ std::unique_ptr<LogManager> LogManager::create(NvmDevice& device, std::span<std:
 
 std::unique_ptr<LogManager> LogManager::open(NvmDevice& device, std::span<std::byte> area,
                                              const LogOptions& options) {
-  // 1. The valid header copy with the higher generation. A copy that is neither valid nor
-  //    blank (never written since create) is torn or damaged: it may have been the newer one.
+  // 1. The valid header copy with the higher generation. The other copy, if not valid, is torn
+  //    or damaged and may have been the newer one; even blank, as a zeroed line looks like the
+  //    copy create leaves blank (then the first reopen looks for the end a little longer).
   const std::uint64_t capacity = record_capacity(device, area);
   LogHeader copies[kLogHeaderCopies];
   device.read(copies, area.data(), sizeof(copies));
   const LogHeader* header = nullptr;
-  std::size_t damaged = kLogHeaderCopies;
-  for (std::size_t i = 0; i < kLogHeaderCopies; ++i) {
-    const LogHeader& copy = copies[i];
+  for (const LogHeader& copy : copies)
     if (copy.valid() && (header == nullptr || copy.generation > header->generation)) header = &copy;
-    if (!copy.valid() && !is_blank(copy)) damaged = i;
-  }
+  std::size_t damaged = kLogHeaderCopies;
+  for (std::size_t i = 0; i < kLogHeaderCopies; ++i)
+    if (!copies[i].valid()) damaged = i;
   if (header == nullptr) {
     if (copies[0].magic != kLogMagic && copies[1].magic != kLogMagic)
       fail("no tristore log in {} (bad magic)", device.path());
@@ -141,30 +137,28 @@ std::unique_ptr<LogManager> LogManager::open(NvmDevice& device, std::span<std::b
       (header->checkpoint_lsn != kNoLsn && header->checkpoint_lsn >= header->end_bound))
     fail("log header corrupt: end bound {} (start {}, checkpoint {})", header->end_bound,
          header->start_lsn, header->checkpoint_lsn);
-  if (header->epoch >= std::numeric_limits<std::uint32_t>::max() - 2)
-    fail("log header corrupt: epoch {}", header->epoch);
+  if (header->epoch >= kMaxLogEpoch) fail("log header corrupt: epoch {}", header->epoch);
 
   // 3. Find the end: the first torn record (corruption before it throws). No record of the
   //    log, intact or torn, ends beyond the end bound, so neither does any witness of
   //    corruption; stale records beyond it have lower epochs or other LSNs.
-  //    With a damaged copy, that copy may have been the newer one: it may have raised the
+  //    With a copy not valid, that copy may have been the newer one: it may have raised the
   //    bound, moved the start (then the records from the older start are overwritten only
-  //    from the older start on, and the checkpoint check below fails) or begun the next epoch
-  //    (one open). So look for the end past the older bound, accept records one epoch newer,
-  //    and open two epochs on so that no record of that run joins the log later.
+  //    from the older start on, and the checkpoint check below fails) or begun later epochs.
+  //    So look for the end past the older copy's bound and accept any later epoch.
   auto log = std::unique_ptr<LogManager>(new LogManager(device, area, *header, options));
   const bool from_older = damaged != kLogHeaderCopies;
   const Lsn limit =
       from_older ? log->start_ + capacity : std::min(log->start_ + capacity, header->end_bound);
-  const std::uint32_t newest_epoch = header->epoch + (from_older ? 1 : 0);
-  LogCursor cursor(log->area_, log->start_, limit, LogCursor::End::kSought, newest_epoch);
+  const std::uint32_t max_epoch = from_older ? kMaxLogEpoch : header->epoch;
+  LogCursor cursor(log->area_, log->start_, limit, LogCursor::End::kSought, max_epoch);
   while (cursor.next()) {
   }
   const Lsn end = cursor.position();
   if (log->checkpoint_ != kNoLsn && log->checkpoint_ >= end) {
     if (from_older)
       fail(
-          "log header corrupt: copy {} is damaged and the other copy no longer matches the log "
+          "log header corrupt: copy {} is not valid and the other copy no longer matches the log "
           "(its checkpoint at LSN {} lies beyond the end of the log at LSN {})",
           damaged, log->checkpoint_, end);
     fail("log corrupt: checkpoint LSN {} lies beyond the end of the log at LSN {}",
@@ -173,11 +167,14 @@ std::unique_ptr<LogManager> LogManager::open(NvmDevice& device, std::span<std::b
 
   // 4. Records that survived may still sit in CPU caches after a process crash: flush them
   //    before appending after them; the header write's fence covers them. A new epoch keeps
-  //    stale records beyond the end from ever joining the log.
+  //    stale records beyond the end from ever joining the log. Without a trusted header the
+  //    crashed run's epoch is unknown: then the stale records beyond the end are erased.
   std::lock_guard lock(log->mutex_);
   log->end_ = log->persisted_ = end;
   log->area_.flush(log->start_, end - log->start_);
-  log->epoch_ = newest_epoch + 1;
+  if (from_older) log->area_.erase(end, log->start_ + capacity - end);
+  log->epoch_ = std::max(header->epoch, cursor.last_epoch()) + 1;
+  if (log->epoch_ > kMaxLogEpoch) fail("log corrupt: epoch {}", log->epoch_);
   log->recovered_from_older_header_ = from_older;
   log->end_bound_ = end + log->end_bound_step_;
   log->write_header_locked(log->start_, log->checkpoint_);

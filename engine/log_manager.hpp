@@ -98,8 +98,8 @@ class LogManager {
   std::uint64_t end_bound_step() const { return end_bound_step_; }
   std::uint64_t capacity() const { return area_.capacity(); }
   std::uint32_t epoch() const { return epoch_; }
-  // Whether open found one header copy damaged (not merely never written) and recovered from
-  // the other one.
+  // Whether open found one header copy not valid (torn, damaged, or still blank from create)
+  // and recovered from the other one with the precautions of docs/durability.md.
   bool recovered_from_older_header() const { return recovered_from_older_header_; }
   LogStats stats() const;
 

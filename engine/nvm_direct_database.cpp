@@ -55,11 +55,17 @@ class NvmDirectDatabase final : public DatabaseOver<NvmDirectAccess> {
       fail("nvm-direct: the catalog is full ({} tables)", catalog_.entries().size());
   }
 
-  // Pages are persisted in place when each operation ends; only the catalog remains.
-  // Swips are page ids here, so the roots need no fix to be saved.
+  // Pages are persisted in place when each operation ends; the catalog remains, and new
+  // checksums for the pages changed since the last checkpoint. Swips are page ids here, so
+  // the roots need no fix to be saved.
   void checkpoint_pages() override {
     catalog_.save(tier_->metadata_area(), [](Swip& root) { return root.page_id(); });
     tier_->device().persist(tier_->metadata_area().data(), tier_->metadata_area().size());
+    tier_->seal_pages();
+  }
+
+  void trust_page(PageId page_id) override {
+    if (page_id < tier_->slot_count()) tier_->trust_content(static_cast<SlotId>(page_id));
   }
 
   // In place; pages are normally current already (their LSN says so). A freed slot's page is
@@ -91,6 +97,7 @@ class NvmDirectDatabase final : public DatabaseOver<NvmDirectAccess> {
     return tier_->slot(slot);
   }
   void write_persisted(std::byte* to, std::span<const std::byte> bytes) {
+    tier_->note_changed_in_place(tier_->slot_of(to));
     tier_->device().write(to, bytes.data(), bytes.size());
     tier_->device().persist(to, bytes.size());
   }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "engine/ssd_generation_witness.hpp"
 
 namespace tristore {
 
@@ -138,7 +139,7 @@ std::unique_ptr<NvmTier> open_log_tier(const Config& config, bool create) {
 }
 
 std::unique_ptr<SsdPageFile> open_ssd_file(const Config& config, bool create,
-                                           std::uint64_t database_id) {
+                                           std::uint64_t database_id, NvmTier* witness) {
   std::string path = effective_ssd_path(config);
   require_directory(path, "SSD");
   SsdOptions options;
@@ -148,6 +149,12 @@ std::unique_ptr<SsdPageFile> open_ssd_file(const Config& config, bool create,
   options.database_id = database_id;
   options.architecture = architecture_name(config.architecture);
   options.crash_simulation = config.ssd_crash_simulation;
+  if (witness != nullptr) {
+    if (!create) options.durable_generation = read_ssd_generation_witness(*witness);
+    options.on_generation_durable = [witness](std::uint64_t generation) {
+      record_ssd_generation_witness(*witness, generation);
+    };
+  }
   return create ? SsdPageFile::create(options) : SsdPageFile::open(options);
 }
 

@@ -34,7 +34,10 @@ std::unique_ptr<NvmTier> open_nvm_tier(const Config& config, bool create,
                                        std::uint64_t database_id = 0, std::uint64_t log_bytes = 0);
 // ssd-bm: an NVM file at Config::nvm_path with the log area and no room for pages beyond one slot.
 std::unique_ptr<NvmTier> open_log_tier(const Config& config, bool create);
+// witness: the NVM file that records the SSD file's newest durable metadata generation
+// (engine/ssd_generation_witness.hpp); nullptr: none.
 std::unique_ptr<SsdPageFile> open_ssd_file(const Config& config, bool create,
-                                           std::uint64_t database_id = 0);
+                                           std::uint64_t database_id = 0,
+                                           NvmTier* witness = nullptr);
 
 }  // namespace tristore

@@ -347,11 +347,19 @@ void TransactionManager::analyse_and_redo(RestartReport& report) {
       info.last = record.lsn;
       if (record.type == LogRecordType::kCommit || record.type == LogRecordType::kAbort)
         info.ended = true;
-      if (record.type == LogRecordType::kPageBeforeImage) interrupted.push_back(record.lsn);
+      if (record.type == LogRecordType::kPageBeforeImage) {
+        interrupted.push_back(record.lsn);
+        RedoPageBytes e;
+        if (record.payload.size() < sizeof(e))
+          fail("log: corrupt before-image at LSN {}", record.lsn);
+        std::memcpy(&e, record.payload.data(), sizeof(e));
+        store_->trust_page(e.page_id);
+      }
       if (record.type == LogRecordType::kRedoOperation) {
         interrupted.clear();
         for_each_redo_entry(record.payload, [&](const RedoPageBytes& e, auto) {
           if (e.offset == kRedoFreedEntry) freed_at[e.page_id] = record.lsn;
+          if (e.offset != kRedoRootEntry) store_->trust_page(e.page_id);
         });
       }
     }

@@ -7,6 +7,7 @@
 #include "common/error.hpp"
 #include "common/fixed_name.hpp"
 #include "common/random_id.hpp"
+#include "nvm/nvm_page_checksum.hpp"
 
 namespace tristore {
 
@@ -118,18 +119,28 @@ void NvmTier::load_headers() {
   // 1. Each slot's current header. A torn update leaves the previous version, so a slot with
   //    no intact version is corruption, not a crash: refuse it rather than lose its page.
   mirror_.resize(layout_.slot_count);
+  std::vector<SlotId> unmirrored;
   for (std::uint64_t id = 0; id < layout_.slot_count; ++id) {
     const auto slot = static_cast<SlotId>(id);
-    const std::optional<NvmSlotHeader> header = header_lines_[id].current(slot);
-    if (!header)
+    const NvmSlotHeaderLine::Reading reading = header_lines_[id].read(slot);
+    if (!reading.current)
       fail("{}: corrupt header of NVM slot {} (neither of its two versions is intact)",
            device_->path(), id);
-    mirror_[id] = *header;
+    mirror_[id] = *reading.current;
+    if (!reading.mirrored) unmirrored.push_back(slot);
   }
-  // 2. The free list, lowest ids on top.
+  // 2. A line a crash (or a flipped byte) left with one intact version gets its mirror back
+  //    now: the next update would otherwise overwrite the only intact one first.
+  for (const SlotId slot : unmirrored) stage_mirror(slot);
+  if (!unmirrored.empty()) device_->fence();
+  // 3. The free list, lowest ids on top; what needs its content checked.
   free_slots_.clear();
-  for (std::uint64_t id = layout_.slot_count; id-- > 0;)
+  content_checked_.assign(layout_.slot_count, 0);
+  changed_in_place_.assign(layout_.slot_count, 0);
+  for (std::uint64_t id = layout_.slot_count; id-- > 0;) {
     if (mirror_[id].is_free()) free_slots_.push_back(static_cast<SlotId>(id));
+    if (!mirror_[id].has_page_checksum()) content_checked_[id] = 1;
+  }
 }
 
 bool NvmTier::header_valid(SlotId id) const {
@@ -138,11 +149,12 @@ bool NvmTier::header_valid(SlotId id) const {
   return persisted && *persisted == mirror_[id];
 }
 
-NvmSlotHeader NvmTier::stage_header(SlotId id, PageId page_id, Lsn lsn, bool dirty_vs_ssd) {
+NvmSlotHeader NvmTier::stage_header(SlotId id, const NvmSlotHeader& content) {
   assert(id < layout_.slot_count);
-  const NvmSlotHeader next{page_id, lsn, dirty_vs_ssd ? NvmSlotHeader::kDirtyVsSsd : 0u,
-                           mirror_[id].sequence + 1};
-  // The version that is not current: a crash tearing it leaves the current one.
+  // The place of the newest version (the previous mirror): the other place holds the previous
+  // update's fenced first write, which a crash tearing this one leaves intact.
+  NvmSlotHeader next = content;
+  next.sequence = mirror_[id].sequence + 2;
   NvmSlotHeaderVersion* target = &header_lines_[id].version_for(next.sequence);
   const NvmSlotHeaderVersion version = NvmSlotHeaderVersion::make(id, next);
   device_->write(reinterpret_cast<std::byte*>(target), &version, sizeof(version));
@@ -150,18 +162,79 @@ NvmSlotHeader NvmTier::stage_header(SlotId id, PageId page_id, Lsn lsn, bool dir
   return next;
 }
 
-void NvmTier::write_header(SlotId id, PageId page_id, Lsn lsn, bool dirty_vs_ssd) {
-  const NvmSlotHeader next = stage_header(id, page_id, lsn, dirty_vs_ssd);
+void NvmTier::stage_mirror(SlotId id) {
+  NvmSlotHeader copy = mirror_[id];
+  copy.sequence = mirror_[id].sequence + 1;
+  NvmSlotHeaderVersion* target = &header_lines_[id].version_for(copy.sequence);
+  const NvmSlotHeaderVersion version = NvmSlotHeaderVersion::make(id, copy);
+  // The line the update itself wrote, still in the CPU cache: counted and charged once, there.
+  std::memcpy(target, &version, sizeof(version));
+  device_->flush(target, sizeof(version));
+  mirror_[id].sequence = copy.sequence;
+}
+
+void NvmTier::write_header(SlotId id, PageId page_id, Lsn lsn, bool dirty_vs_ssd,
+                           std::optional<std::uint32_t> page_checksum) {
+  NvmSlotHeader content{page_id, lsn, dirty_vs_ssd ? NvmSlotHeader::kDirtyVsSsd : 0u, 0,
+                        page_checksum.value_or(0)};
+  if (page_checksum) content.flags |= NvmSlotHeader::kPageChecksumValid;
+  const NvmSlotHeader next = stage_header(id, content);
   device_->fence();
   mirror_[id] = next;
+  stage_mirror(id);
+  mark_content_checked(id);
+  flag(changed_in_place_, id).store(0, kRelaxed);
 }
 
 void NvmTier::free_slots(std::span<const SlotId> ids) {
-  for (SlotId id : ids) stage_header(id, kInvalidPageId, 0, false);
+  for (SlotId id : ids) mirror_[id].sequence = stage_header(id, NvmSlotHeader{}).sequence;
   device_->fence();
   for (SlotId id : ids) {
-    mirror_[id] = NvmSlotHeader{kInvalidPageId, 0, 0, mirror_[id].sequence + 1};
+    mirror_[id] = NvmSlotHeader{kInvalidPageId, 0, 0, mirror_[id].sequence, 0};
+    stage_mirror(id);
+    mark_content_checked(id);
+    flag(changed_in_place_, id).store(0, kRelaxed);
     free_slots_.push_back(id);
+  }
+}
+
+void NvmTier::check_content(SlotId id) {
+  assert(id < layout_.slot_count);
+  const NvmSlotHeader& header = mirror_[id];
+  if (header.has_page_checksum()) {
+    const std::byte* page = slot(id);
+    device_->charge_read(page, kPageSize);
+    const std::uint32_t computed = nvm_page_checksum(page);
+    if (computed != header.page_checksum)
+      fail(
+          "{}: page {} in NVM slot {} is corrupt (checksum {:#010x}, its slot header says "
+          "{:#010x})",
+          device_->path(), header.page_id, id, computed, header.page_checksum);
+  }
+  mark_content_checked(id);
+}
+
+void NvmTier::seal_pages() {
+  std::vector<SlotId> sealed;
+  for (std::uint64_t id = 0; id < layout_.slot_count; ++id) {
+    const NvmSlotHeader& header = mirror_[id];
+    if (header.is_free() || (header.has_page_checksum() &&
+                             flag(changed_in_place_, static_cast<SlotId>(id)).load(kRelaxed) == 0))
+      continue;
+    const auto slot_id = static_cast<SlotId>(id);
+    device_->charge_read(slot(slot_id), kPageSize);
+    NvmSlotHeader content = header;
+    content.page_checksum = nvm_page_checksum(slot(slot_id));
+    content.flags |= NvmSlotHeader::kPageChecksumValid;
+    content.sequence = stage_header(slot_id, content).sequence;
+    sealed.push_back(slot_id);
+    mirror_[id] = content;  // the fence below comes before anything relies on it
+  }
+  if (sealed.empty()) return;
+  device_->fence();
+  for (const SlotId id : sealed) {
+    stage_mirror(id);
+    flag(changed_in_place_, id).store(0, kRelaxed);
   }
 }
 

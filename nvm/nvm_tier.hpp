@@ -2,6 +2,7 @@
 // The NVM tier: fixed 16 KiB page slots in a mapped NVM file, their persisted headers, the
 // log area and the engine's metadata area. Slot allocation and a DRAM mirror of the headers
 // are volatile; open() rebuilds both by scanning the persisted headers.
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -54,8 +55,33 @@ class NvmTier {
   // Whether the persisted line's current version is intact and says what header(id) says
   // (tests, tools: it reads NVM and recomputes checksums).
   bool header_valid(SlotId id) const;
-  // Writes the slot's next header version and persists it (flush + fence): atomic.
-  void write_header(SlotId id, PageId page_id, Lsn lsn, bool dirty_vs_ssd);
+  // Writes the slot's next header version and persists it (flush + fence): atomic. Then
+  // mirrors it into the other version (flushed, fenced by the next fence of anyone).
+  // page_checksum: nvm_page_checksum of the slot's content as it now lies in NVM, if known.
+  void write_header(SlotId id, PageId page_id, Lsn lsn, bool dirty_vs_ssd,
+                    std::optional<std::uint32_t> page_checksum = std::nullopt);
+
+  // Page content checks (docs/durability.md, "What each file region is protected by"). A
+  // slot's content is checked once per open, when first read: against the header's page
+  // checksum if it has one. Slots freed, allocated or written in this run, and pages the log
+  // names from the checkpoint on (restart rewrites them), need no check.
+  // (Relaxed atomics: nvm-direct sessions fix and change pages from many threads.)
+  bool content_checked(SlotId id) const { return flag(content_checked_, id).load(kRelaxed) != 0; }
+  void mark_content_checked(SlotId id) { flag(content_checked_, id).store(1, kRelaxed); }
+  // nvm-direct changes pages in place after their checksum: seal_pages renews it.
+  void note_changed_in_place(SlotId id) { flag(changed_in_place_, id).store(1, kRelaxed); }
+  // Restart: the log names the page from the checkpoint on (see DurableStore::trust_page).
+  void trust_content(SlotId id) {
+    mark_content_checked(id);
+    note_changed_in_place(id);
+  }
+  // Reads the whole slot (charged as NVM reads) and compares; Error naming the file, the slot
+  // and the page on a mismatch.
+  void check_content(SlotId id);
+  // Gives every occupied slot without a page checksum, or changed in place since, a new one
+  // from its content in NVM (charged as NVM reads); one fence for all. Call when no DRAM copy
+  // holds newer data for them and no page is being changed.
+  void seal_pages();
 
   std::optional<SlotId> allocate_slot() {
     if (free_slots_.empty()) return std::nullopt;
@@ -80,15 +106,23 @@ class NvmTier {
  private:
   NvmTier(std::unique_ptr<NvmDevice> device, const NvmLayout& layout, std::uint64_t database_id);
   std::byte* base() const { return device_->base(); }
+  static constexpr auto kRelaxed = std::memory_order_relaxed;
+  static std::atomic_ref<std::uint8_t> flag(const std::vector<std::uint8_t>& flags, SlotId id) {
+    return std::atomic_ref<std::uint8_t>(const_cast<std::uint8_t&>(flags[id]));
+  }
   void load_headers();
   // Writes and flushes the slot's next header version, not fenced; returns it for the mirror.
-  NvmSlotHeader stage_header(SlotId id, PageId page_id, Lsn lsn, bool dirty_vs_ssd);
+  NvmSlotHeader stage_header(SlotId id, const NvmSlotHeader& content);
+  // The other place gets the version just fenced (flushed, not fenced).
+  void stage_mirror(SlotId id);
 
   std::unique_ptr<NvmDevice> device_;
   NvmLayout layout_;
   std::uint64_t database_id_;
   NvmSlotHeaderLine* header_lines_;
   std::vector<NvmSlotHeader> mirror_;  // the current version of every slot's header
+  std::vector<std::uint8_t> content_checked_;
+  std::vector<std::uint8_t> changed_in_place_;  // since its checksum was written
   std::byte* slots_;
   std::byte* slots_end_;
   std::vector<SlotId> free_slots_;  // a stack; lowest ids on top after a rebuild

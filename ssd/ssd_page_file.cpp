@@ -105,6 +105,7 @@ void SsdPageFile::State::persist_generation(std::uint64_t generation) {
   file.write_exact(layout.superblock_offset(superblock.copy()), block.data(), block.size());
   file.sync_data();
   persisted_superblock = superblock;
+  if (options.on_generation_durable) options.on_generation_durable(generation);
 }
 
 void SsdPageFile::State::fail_verification(PageId id, const std::byte* bytes,
@@ -228,6 +229,13 @@ std::unique_ptr<SsdPageFile> SsdPageFile::open(const SsdOptions& options) {
                            bitmap_bytes.size());
     if (crc32c(bitmap_bytes.data(), bitmap_bytes.size()) != candidate.bitmap_checksum) continue;
     if (!state->bitmap.load({bitmap_bytes.data(), bitmap_bytes.size()})) continue;
+    // An older generation than one sync() completed: its bitmap lacks what was allocated
+    // since, and the pages holding those allocations would read as unallocated later.
+    if (options.durable_generation && candidate.generation < *options.durable_generation)
+      fail(
+          "SSD file {} is corrupt: the superblock or bitmap copy of generation {} fails its "
+          "checksum, and the intact copy of generation {} is older than what was synced",
+          options.path, *options.durable_generation, candidate.generation);
     state->superblock = candidate;
     state->persisted_superblock = candidate;
     if (options.crash_simulation) {

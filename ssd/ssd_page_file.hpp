@@ -16,7 +16,9 @@
 // first write().
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -38,6 +40,13 @@ struct SsdOptions {
   std::string architecture;  // create: recorded in the superblock; open: must match (empty: any)
   std::uint32_t read_latency_ns = 0, write_latency_ns = 0;  // extra busy-wait per page I/O
   bool crash_simulation = false;  // tests: a disk with a volatile write cache (crash_simulator())
+  // Shadow copies of the metadata are safe to fall back on only if the newer copy was never
+  // completed. The caller keeps, elsewhere, the newest generation sync() completed:
+  // called with each generation once it is durable (create included) ...
+  std::function<void(std::uint64_t generation)> on_generation_durable = {};
+  // ... and given at open: an intact copy older than this is refused with an Error (nullopt:
+  // unknown, the newest intact copy is taken).
+  std::optional<std::uint64_t> durable_generation = std::nullopt;
 };
 
 class SsdPageFile {

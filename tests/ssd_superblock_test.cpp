@@ -184,6 +184,36 @@ TEST_F(SsdSuperblock, TornBitmapOfNewestGenerationFallsBackToTheOlder) {
   EXPECT_EQ(file->metadata()[0], std::byte{2});
 }
 
+// The caller's witness of the newest completed sync (SsdOptions::durable_generation) tells a
+// copy a crash cut short (fall back) from one damaged after its sync returned (Error).
+TEST_F(SsdSuperblock, DamagedNewestCopyFallsBackOnlyBelowTheDurableGeneration) {
+  std::vector<std::uint64_t> reported;
+  options_.on_generation_durable = [&](std::uint64_t generation) {
+    reported.push_back(generation);
+  };
+  make_two_generations();
+  EXPECT_EQ(reported, (std::vector<std::uint64_t>{2, 3}));
+  options_.on_generation_durable = {};
+  std::byte flip{0x5A};
+  poke(options_.path, kLayout.superblock_offset(1) + 100, &flip, 1);
+  options_.durable_generation = 2;  // generation 3's sync never returned: a torn write
+  EXPECT_EQ(SsdPageFile::open(options_)->pages_in_use(), 1u);
+  options_.durable_generation = 3;  // it did: generation 2 misses an allocation
+  const std::string message = open_error();
+  EXPECT_NE(message.find("generation 3"), std::string::npos) << message;
+  EXPECT_NE(message.find("is corrupt"), std::string::npos) << message;
+}
+
+TEST_F(SsdSuperblock, DamagedNewestBitmapFallsBackOnlyBelowTheDurableGeneration) {
+  make_two_generations();
+  std::byte garbage{0xFF};
+  poke(options_.path, kLayout.bitmap_offset(1) + 17, &garbage, 1);
+  options_.durable_generation = 2;
+  EXPECT_EQ(SsdPageFile::open(options_)->pages_in_use(), 1u);
+  options_.durable_generation = 3;
+  EXPECT_NE(open_error().find("is corrupt"), std::string::npos) << open_error();
+}
+
 TEST_F(SsdSuperblock, BothBitmapsCorruptIsRefused) {
   make_two_generations();
   std::byte garbage{0xFF};

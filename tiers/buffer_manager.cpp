@@ -6,6 +6,7 @@
 
 #include "common/error.hpp"
 #include "common/page_format.hpp"
+#include "nvm/nvm_page_checksum.hpp"
 #include "tiers/poison.hpp"
 
 namespace tristore {
@@ -165,6 +166,7 @@ BufferManager::Guard BufferManager::install_page(PageId page_id, const std::byte
     entry = page_table_.find(page_id);  // making room may have moved the page
     if (entry != nullptr && nvm_ != nullptr && nvm_->in_slot_area(*entry)) {
       full->header.nvm = static_cast<std::byte*>(*entry);
+      nvm_->mark_content_checked(nvm_->slot_of(full->header.nvm));  // replaced whole below
     } else if (ssd_ == nullptr) {
       pool_.release(&full->header);
       fail("redo: page {} has no NVM slot", page_id);
@@ -209,8 +211,11 @@ Lsn BufferManager::write_back_lsn(FrameHeader* frame) const {
 }
 
 FrameHeader* BufferManager::load_from_nvm(PageId page_id, std::byte* slot) {
-  // 1. A frame; the slot must not be chosen as an NVM victim while DRAM makes room.
+  // 1. The slot's content, checked against its checksum once per open (the lines loaded later
+  //    come from NVM one by one, too late to check the page whole).
   const SlotId slot_id = nvm_->slot_of(slot);
+  if (!nvm_->content_checked(slot_id)) nvm_->check_content(slot_id);
+  // 2. A frame; the slot must not be chosen as an NVM victim while DRAM makes room.
   loading_slot_ = slot_id;
   FrameHeader* frame;
   try {
@@ -223,7 +228,7 @@ FrameHeader* BufferManager::load_from_nvm(PageId page_id, std::byte* slot) {
   nvm_referenced_[slot_id] = 1;
   frame->page_id = page_id;
   frame->nvm = slot;
-  // 2. Cache-line-grained: nothing loaded yet. Page-grained: the whole page now.
+  // 3. Cache-line-grained: nothing loaded yet. Page-grained: the whole page now.
   if (mini_pages_) {
     ++counters_.mini_pages_created;
   } else if (!cache_line_grained_) {
@@ -602,19 +607,28 @@ bool BufferManager::persist_dirty_lines(FrameHeader* frame, std::span<const Swiz
       });
     }
   }
-  // 2. Make them durable; the slot header records the LSN and that SSD is now behind.
+  // 2. Make them durable; the slot header records the LSN, that SSD is now behind, and the
+  //    page's checksum when DRAM holds the whole page (else none: seal_pages gives one at the
+  //    next checkpoint). A crash before the header leaves the old checksum over new lines:
+  //    restart trusts such a page, as the log names it (trust_nvm_copy).
   if (wrote) {
     nvm_device_->fence();
     const SlotId slot_id = nvm_->slot_of(slot);
     const NvmSlotHeader& header = nvm_->header(slot_id);
     const Lsn lsn = page_lsn(slot);
     const bool behind_ssd = ssd_ != nullptr;
-    // basic-nvm: a page never leaves its slot, so the header (written at allocation) is not
-    // rewritten for a new LSN: a crash cutting that write could reject the header and lose
-    // the page.
+    std::optional<std::uint32_t> checksum;
+    if (!frame->is_mini() && as_full(frame)->resident_all)
+      checksum =
+          nvm_page_checksum(unswizzled_lines(as_full(frame), 0, kLinesPerPage, swips, scratch));
+    // basic-nvm: a page never leaves its slot, so its header keeps the LSN of its allocation.
     const bool lsn_matters = ssd_ != nullptr;
-    if ((lsn_matters && header.lsn != lsn) || header.dirty_vs_ssd() != behind_ssd)
-      nvm_->write_header(slot_id, frame->page_id, lsn, behind_ssd);
+    const bool checksum_changed = header.has_page_checksum() != checksum.has_value() ||
+                                  (checksum && header.page_checksum != *checksum);
+    if ((lsn_matters && header.lsn != lsn) || header.dirty_vs_ssd() != behind_ssd ||
+        checksum_changed)
+      nvm_->write_header(slot_id, frame->page_id, lsn_matters ? lsn : header.lsn, behind_ssd,
+                         checksum);
   }
   return wrote;
 }
@@ -651,7 +665,8 @@ void BufferManager::evict_unbacked(FullFrame* frame) {
       std::byte* slot = nvm_->slot(*slot_id);
       nvm_device_->write(slot, frame->data, kPageSize);
       nvm_device_->persist(slot, kPageSize);
-      nvm_->write_header(*slot_id, page_id, page_lsn(frame->data), frame->dirty_all);
+      nvm_->write_header(*slot_id, page_id, page_lsn(frame->data), frame->dirty_all,
+                         nvm_page_checksum(frame->data));
       nvm_referenced_[*slot_id] = 1;
       page_table_.insert_or_assign(page_id, slot);
       ++counters_.nvm_admissions;
@@ -721,6 +736,8 @@ std::size_t BufferManager::evict_nvm_pages(std::size_t count) {
   for (const SlotId slot_id : victims) {
     const NvmSlotHeader& header = nvm_->header(slot_id);
     if (!header.dirty_vs_ssd()) continue;
+    // Checked first: SSD would give a corrupt page a checksum of its own.
+    if (!nvm_->content_checked(slot_id)) nvm_->check_content(slot_id);
     nvm_device_->charge_read(nvm_->slot(slot_id), kPageSize);
     ssd_->write(header.page_id, nvm_->slot(slot_id));
     wrote = true;
@@ -747,8 +764,9 @@ void BufferManager::flush_all() {
     });
   }
   assert(pool_.frames_in_use() == 0);
-  // 2. Make SSD writes and allocations durable.
+  // 2. Make SSD writes and allocations durable; checksums for the pages written line by line.
   if (ssd_ != nullptr) ssd_->sync();
+  if (nvm_ != nullptr) nvm_->seal_pages();
 }
 
 std::vector<BufferManager::SwizzledSwip> BufferManager::swizzled_swips_by_parent() {
@@ -801,8 +819,16 @@ void BufferManager::write_back_all() {
     full->dirty_all = false;
     full->dirty.clear_all();
   });
-  // 3. One SSD sync for the page writes (also making allocations and frees durable).
+  // 3. One SSD sync for the page writes (also making allocations and frees durable), then
+  //    checksums for the NVM pages written line by line since the last checkpoint.
   if (ssd_ != nullptr) ssd_->sync();
+  if (nvm_ != nullptr) nvm_->seal_pages();
+}
+
+void BufferManager::trust_nvm_copy(PageId page_id) {
+  void** entry = page_table_.find(page_id);
+  if (entry != nullptr && nvm_ != nullptr && nvm_->in_slot_area(*entry))
+    nvm_->mark_content_checked(nvm_->slot_of(*entry));
 }
 
 Counters BufferManager::counters() const {

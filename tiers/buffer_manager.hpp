@@ -106,6 +106,10 @@ class BufferManager {
   // claiming its SSD page id. Only while no other guard refers to the page.
   Guard fix_page(PageId page_id);
   Guard install_page(PageId page_id, const std::byte* image);
+  // Restart: the log names this page from the checkpoint on, so its NVM copy may have been
+  // written after its checksum was (a crash between the two); redo rewrites it, so it is not
+  // checked against that checksum.
+  void trust_nvm_copy(PageId page_id);
 
   // Writes every DRAM page down (children before parents) and syncs the SSD file, so a
   // BufferManager opened later over the same files finds every page. No guard may be held.
@@ -202,7 +206,7 @@ class BufferManager {
   SlotId loading_slot_ = ~SlotId{0};  // the slot being loaded into DRAM: not an NVM victim
   std::size_t nvm_eviction_batch_ = 0;
   std::size_t nvm_reserved_slots_ = 0;  // free slots an eviction round left for admissions
-  std::vector<SlotId> nvm_victims_;  // reused by evict_nvm_pages
+  std::vector<SlotId> nvm_victims_;     // reused by evict_nvm_pages
 
   Counters counters_;
   AdmissionStats admission_stats_;

@@ -6,9 +6,9 @@
 // release writes those lines back to the persistence domain: charge_write + flush per run of
 // dirty lines, then one fence.
 //
-// Not yet atomic: a split or merge that crashes half-way leaves a torn structure. The undo
-// log of the durability issue must record page images (or logical undo) before in-place
-// structure changes; until then nvm-direct survives only clean closes.
+// Pages are checked once per open, at their first fix, against the checksum in their slot
+// header (NvmTier::check_content); a page changed in place is noted, and checkpoints renew its
+// checksum (NvmTier::seal_pages). A swip naming no page in use is an Error, never a wild read.
 #include <array>
 #include <bit>
 #include <cstddef>
@@ -32,6 +32,7 @@ class NvmDirectAccess {
     Guard() = default;
     Guard(Guard&& other) noexcept
         : device_(std::exchange(other.device_, nullptr)),
+          tier_(other.tier_),
           page_(other.page_),
           slot_(other.slot_),
           dirty_(std::exchange(other.dirty_, {})) {}
@@ -39,6 +40,7 @@ class NvmDirectAccess {
       if (this != &other) {
         release();
         device_ = std::exchange(other.device_, nullptr);
+        tier_ = other.tier_;
         page_ = other.page_;
         slot_ = other.slot_;
         dirty_ = std::exchange(other.dirty_, {});
@@ -84,8 +86,8 @@ class NvmDirectAccess {
 
    private:
     friend class NvmDirectAccess;
-    Guard(NvmDevice* device, std::byte* page, SlotId slot)
-        : device_(device), page_(page), slot_(slot) {}
+    Guard(NvmDevice* device, NvmTier* tier, std::byte* page, SlotId slot)
+        : device_(device), tier_(tier), page_(page), slot_(slot) {}
 
     // Writes back each run of dirty lines, then one fence.
     void release() {
@@ -108,11 +110,15 @@ class NvmDirectAccess {
         line = end;
       }
       dirty_ = {};
-      if (any) device->fence();
+      if (any) {
+        tier_->note_changed_in_place(slot_);
+        device->fence();
+      }
     }
     bool is_dirty(std::size_t line) const { return (dirty_[line / 64] >> (line % 64) & 1) != 0; }
 
     NvmDevice* device_ = nullptr;
+    NvmTier* tier_ = nullptr;
     std::byte* page_ = nullptr;
     SlotId slot_ = 0;
     std::array<std::uint64_t, kLinesPerPage / 64> dirty_{};
@@ -127,7 +133,7 @@ class NvmDirectAccess {
     // 2. Claim it in its persisted header, so a reopen finds it in use.
     tier_.write_header(*slot, *slot, 0, false);
     // 3. A zeroed page with its header; the guard's release persists it.
-    Guard guard(&device_, tier_.slot(*slot), *slot);
+    Guard guard(&device_, &tier_, tier_.slot(*slot), *slot);
     std::memset(guard.page_, 0, kPageSize);
     reinterpret_cast<PageHeader*>(guard.page_)->page_id = *slot;
     guard.mark_dirty(0, kPageSize);
@@ -135,9 +141,13 @@ class NvmDirectAccess {
   }
 
   Guard fix(Swip& swip, Guard*) {
-    PageId page_id = swip.page_id();
-    assert(page_id < tier_.slot_count());
-    return Guard(&device_, tier_.slot(static_cast<SlotId>(page_id)), static_cast<SlotId>(page_id));
+    const PageId page_id = swip.raw() & ~Swip::from_page_id(0).raw();
+    if (swip.is_swizzled() || page_id >= tier_.slot_count() ||
+        tier_.header(static_cast<SlotId>(page_id)).page_id != page_id ||
+        !tier_.content_checked(static_cast<SlotId>(page_id))) [[unlikely]]
+      check_page(swip);
+    const auto slot = static_cast<SlotId>(page_id);
+    return Guard(&device_, &tier_, tier_.slot(slot), slot);
   }
 
   void move_swips(Guard& to, std::uint32_t offset, Guard*, Swip* swips, std::uint32_t count) {
@@ -157,6 +167,19 @@ class NvmDirectAccess {
   NvmTier& tier() { return tier_; }
 
  private:
+  // The first fix of a page since open, or a swip that names no page in use.
+  void check_page(const Swip& swip) {
+    const PageId page_id = swip.raw() & ~Swip::from_page_id(0).raw();
+    if (swip.is_swizzled() || page_id >= tier_.slot_count())
+      fail("nvm-direct: corrupt page reference {:#x} (the NVM file has {} slots)", swip.raw(),
+           tier_.slot_count());
+    const auto slot = static_cast<SlotId>(page_id);
+    if (tier_.header(slot).page_id != page_id)
+      fail("nvm-direct: corrupt page reference: page {} is not in use (its slot header says {})",
+           page_id, tier_.header(slot).is_free() ? "free" : "another page");
+    tier_.check_content(slot);
+  }
+
   NvmTier& tier_;
   NvmDevice& device_;
 };

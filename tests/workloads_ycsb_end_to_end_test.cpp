@@ -1,6 +1,6 @@
 // Small complete tristore-bench runs, in process: every YCSB workload on main-memory and 3tier
 // (and the micro table), checking that operations ran and that the JSON has the contract's
-// fields (DESIGN.md section 8).
+// fields (docs/design.md section 9).
 #include <gtest/gtest.h>
 
 #include <string>

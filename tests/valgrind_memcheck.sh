@@ -11,7 +11,7 @@
 #     lines must each be reported.
 # By default step 1 is a short subset (a few minutes, for every CI run). TRISTORE_VALGRIND_FULL=1
 # runs the whole of tiers_buffer_manager_test, btree_buffer_manager_test,
-# tiers_write_back_test and tiers_nvm_eviction_test (about 15 minutes on 2 cores).
+# tiers_write_back_test and tiers_nvm_eviction_test (about 3 minutes on 2 cores after the build).
 # TRISTORE_VALGRIND_POISON=0 builds without the client requests, to see step 2 fail.
 set -euo pipefail
 build=${1:?usage: valgrind_memcheck.sh BUILD_DIR SOURCE_DIR}

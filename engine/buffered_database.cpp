@@ -5,6 +5,7 @@
 
 #include "common/error.hpp"
 #include "common/page_format.hpp"
+#include "emulation/nvm_persistence.hpp"
 #include "engine/database_over.hpp"
 #include "engine/storage_files.hpp"
 #include "ssd/ssd_crash_simulator.hpp"
@@ -44,6 +45,9 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
   }
   const WearCounters* nvm_wear() const override { return nvm_ ? nvm_->device().wear() : nullptr; }
   bool nvm_is_pmem() const override { return nvm_ && nvm_->device().is_pmem(); }
+  std::string_view nvm_persistence() const override {  // ssd-bm: its log's NVM file
+    return nvm_persistence_name((nvm_ ? *nvm_ : *log_tier_).device().persistence());
+  }
   CrashSimulator* nvm_crash_simulator() override {
     return (nvm_ ? *nvm_ : *log_tier_).device().crash_simulator();
   }

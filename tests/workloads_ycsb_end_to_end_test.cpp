@@ -63,6 +63,8 @@ void expect_contract_fields(const nlohmann::json& result) {
   EXPECT_GT(result.at("throughput_ops_s").get<double>(), 0);
   // The NVM file of these runs is on tmpfs: libpmem must not take it for persistent memory.
   EXPECT_FALSE(result.at("nvm_is_pmem").get<bool>());
+  const bool has_nvm = result.at("config").at("arch") != "main-memory";
+  EXPECT_EQ(result.at("nvm_persistence").get<std::string>(), has_nvm ? "tmpfs" : "none");
 }
 
 }  // namespace

@@ -48,6 +48,7 @@ nlohmann::json config_json(const BenchOptions& options) {
       {"mini_pages", config.mini_pages},
       {"swizzling", config.swizzling},
       {"admission_set_size", config.admission_set_size},
+      {"nvm_weak_durability", config.nvm_weak_durability},
       {"nvm_wear_counting", config.nvm_wear_counting},
       {"threads", options.threads},
       {"warmup_seconds", options.warmup_seconds},

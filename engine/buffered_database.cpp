@@ -164,6 +164,7 @@ std::unique_ptr<Database> open_buffered_database(const Config& config) {
   options.mini_pages = three_tier && config.mini_pages;
   options.swizzling = three_tier && config.swizzling;
   options.admission_set_size = config.admission_set_size;
+  options.admit_while_nvm_has_free_slots = config.admit_while_nvm_has_free_slots;
   options.before_write_back = [log = log.get()](Lsn lsn) {
     log->persist_up_to(std::min(lsn, log->end_lsn()));
   };

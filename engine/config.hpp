@@ -33,6 +33,9 @@ struct Config {
   // nvm_persistence.hpp); true: with cache-line flushes only, which survive a process crash
   // but not a power loss.
   bool nvm_weak_durability = false;
+  // Not in the paper: while NVM has free slots, a page evicted from DRAM goes there without
+  // asking the admission set (saves SSD writes during warm-up; docs/design.md section 3).
+  bool admit_while_nvm_has_free_slots = true;
   bool cache_line_grained = true;  // 3tier switches (paper Figure 10)
   bool mini_pages = true;
   bool swizzling = true;

@@ -19,7 +19,10 @@ done
 "$python" - "$out" <<'PY' | tee "$out/table.md"
 import json, pathlib, sys
 rows = []
-for path in sorted(pathlib.Path(sys.argv[1]).glob("*.json"), key=lambda p: int(p.stem.split("_")[0])):
+def order(path):  # by size, the shortcut on first
+    size, setting = path.stem.split("_")
+    return int(size), setting != "true"
+for path in sorted(pathlib.Path(sys.argv[1]).glob("*.json"), key=order):
     r = json.load(open(path))
     total = {k: r["load"]["counters"][k] + r["warmup"]["counters"][k] + r["counters"][k]
              for k in ("ssd_pages_written", "ssd_pages_read", "nvm_admissions")}

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Regenerates the nine figures of the paper's evaluation that the README embeds, and copies them
 # into docs/figures/: Fig. 8, 9, 10, 12, 13, 15, 16, 17 (PNG) and the scan-overhead table
-# (section 5.4.2, Markdown). Takes about 35 minutes on the 2-vCPU development machine with the
-# default RUN_SECONDS=2 and WARMUP_SECONDS=1 (loading the data sets dominates; measured
-# 2026-11-23 at load average ~2-3). Every experiment's duration and the load average before it
-# go to results/all_figures/timings.txt, for the figure captions.
+# (section 5.4.2, Markdown). Takes about 15-20 minutes on the 2-vCPU development machine with
+# the default RUN_SECONDS=2 and WARMUP_SECONDS=1, loading the data sets dominating (measured
+# 2026-11-23: 843 s at load average 7-8, 1140 s at 1-10 with builds beside it). Each
+# experiment's duration and the load average before it go to results/all_figures/timings.txt,
+# for the figure captions.
 #
 # Environment as for every experiment script (lib.sh): RUN_SECONDS, WARMUP_SECONDS, LLC, ...;
 # PLOT_ONLY=1 redraws the figures from the results already in results/. Arguments go to every

@@ -1,6 +1,6 @@
 #pragma once
 // A B+-tree of fixed-size keys and values on 16 KiB pages, written once against the PageAccess
-// interface and instantiated for every architecture (DESIGN.md section 4).
+// interface and instantiated for every architecture (docs/design.md section 4).
 //
 // Access patterns (what the storage layer sees):
 //  - lookups and point updates ask for single keys during the binary search, then for the few

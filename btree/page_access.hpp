@@ -1,5 +1,5 @@
 #pragma once
-// The one interface between the B-tree and storage (DESIGN.md section 4). Every architecture
+// The one interface between the B-tree and storage (docs/design.md section 4). Every architecture
 // provides a type modelling PageAccess; the B-tree is written once against it.
 //
 // Rules the B-tree follows, and every implementation may rely on:

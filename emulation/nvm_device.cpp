@@ -75,8 +75,9 @@ NvmDevice::NvmDevice(const NvmDeviceOptions& options)
   size_ = mapped_length;
   is_pmem_ = is_pmem != 0;
 
-  // 4. Emulation extras; unmap again if one of them fails.
+  // 4. How flushes persist, then the emulation extras; unmap again if one of them fails.
   try {
+    persistence_ = choose_nvm_persistence(is_pmem_, path_, options.accept_weak_durability);
     if (options.numa_node >= 0 && !is_pmem_) bind_to_numa_node(options.numa_node);
     if (read_ns_ != 0 || write_ns_ != 0) {
       tsc_ = TscClock::calibrate();
@@ -94,6 +95,13 @@ NvmDevice::NvmDevice(const NvmDeviceOptions& options)
 }
 
 NvmDevice::~NvmDevice() { pmem_unmap(base_, mapped_length_); }
+
+void NvmDevice::msync(const void* nvm, std::size_t length) {
+  ++msync_calls_;
+  // pmem_msync widens the range to whole pages itself.
+  if (pmem_msync(nvm, length) != 0)
+    fail("cannot persist NVM file {} (msync): {}", path_, pmem_errormsg());
+}
 
 void NvmDevice::bind_to_numa_node(int node) {
   // On DAX the node is the one the device sits on; on tmpfs the pages follow this policy.

@@ -1,9 +1,11 @@
 #pragma once
-// A file mapped as NVM with libpmem. On a DAX file system (real PMem, or DRAM reserved with
-// memmap= and mounted -o dax) pmem_is_pmem() holds and flush + fence reach the persistence
-// domain: data survives power loss. On tmpfs (/dev/shm, the default) we issue the very same
-// pmem_flush + pmem_drain, so the instruction cost is the same; the data then survives a
-// process crash (tmpfs outlives the process) but not a power loss or a reboot.
+// A file mapped as NVM with libpmem. How a flush persists depends on the file
+// (emulation/nvm_persistence.hpp): on a DAX file system (real PMem, or DRAM reserved with
+// memmap= and mounted -o dax) pmem_is_pmem() holds and pmem_flush + pmem_drain reach the
+// persistence domain: data survives power loss. On tmpfs (/dev/shm, the default) we issue the
+// very same instructions, so their cost is the same; the data then survives a process crash
+// (tmpfs outlives the process) but not a power loss or a reboot. On any other file a flush is
+// pmem_msync of the pages that hold the range, unless weaker durability was accepted.
 //
 // Emulation on top: injected read/write latency per cache line (TSC busy-wait) for lines that
 // miss a simulated LLC, a crash simulator (durable image beside the working one), per-line
@@ -24,6 +26,7 @@
 #include "emulation/crash_simulator.hpp"
 #include "emulation/file_lock.hpp"
 #include "emulation/llc_simulator.hpp"
+#include "emulation/nvm_persistence.hpp"
 #include "emulation/tsc.hpp"
 #include "emulation/wear_counters.hpp"
 
@@ -43,6 +46,9 @@ struct NvmDeviceOptions {
   bool llc_filter = true;        // false: charge read latency for every line (no simulated LLC)
   bool crash_simulation = false;  // keep a durable image beside the working one (tests)
   bool wear_counting = false;     // per-line write counters
+  // A file neither DAX nor tmpfs: flush with cache instructions only (NvmPersistence::kWeak,
+  // survives a process crash) instead of pmem_msync (kMsync).
+  bool accept_weak_durability = false;
 };
 
 class NvmDevice {
@@ -58,6 +64,8 @@ class NvmDevice {
   std::uint64_t size() const { return size_; }
   const std::string& path() const { return path_; }
   bool is_pmem() const { return is_pmem_; }
+  NvmPersistence persistence() const { return persistence_; }
+  std::uint64_t msync_calls() const { return msync_calls_; }
   bool contains(const void* p) const {
     auto* b = static_cast<const std::byte*>(p);
     return b >= base_ && b < base_ + size_;
@@ -99,11 +107,15 @@ class NvmDevice {
     if (length != 0) counters_.nvm_log_lines_written += line_range(nvm_dst, length).count;
   }
 
-  // pmem_flush picks clwb / clflushopt / clflush at run time.
+  // pmem_flush picks clwb / clflushopt / clflush at run time. kMsync: the range's pages are
+  // written to the file (and so durable) before this returns; the fence adds nothing.
   void flush(const void* nvm, std::size_t length) {
     if (crash_) [[unlikely]]
       crash_->on_flush(nvm, length);
-    pmem_flush(nvm, length);
+    if (persistence_ == NvmPersistence::kMsync) [[unlikely]]
+      msync(nvm, length);
+    else
+      pmem_flush(nvm, length);
   }
   // pmem_drain (sfence). Crash simulation: flushed lines become durable; an armed fence throws
   // SimulatedCrash first.
@@ -147,6 +159,7 @@ class NvmDevice {
   void charge_read_latency(std::uint64_t first_line, std::uint64_t count);
   void charge_write_latency(std::uint64_t first_line, std::uint64_t count);
   void bind_to_numa_node(int node);
+  void msync(const void* nvm, std::size_t length);
 
   std::string path_;
   FileLock lock_;  // held while mapped; released after the unmapping
@@ -154,6 +167,8 @@ class NvmDevice {
   std::uint64_t size_ = 0;
   std::uint64_t mapped_length_ = 0;
   bool is_pmem_ = false;
+  NvmPersistence persistence_ = NvmPersistence::kTmpfs;
+  std::uint64_t msync_calls_ = 0;
   std::uint32_t read_ns_ = 0;
   std::uint32_t write_ns_ = 0;
   std::uint64_t read_ticks_ = 0;

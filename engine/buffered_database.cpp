@@ -5,6 +5,7 @@
 
 #include "common/error.hpp"
 #include "common/page_format.hpp"
+#include "emulation/nvm_persistence.hpp"
 #include "engine/database_over.hpp"
 #include "engine/storage_files.hpp"
 #include "ssd/ssd_crash_simulator.hpp"
@@ -44,6 +45,9 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
   }
   const WearCounters* nvm_wear() const override { return nvm_ ? nvm_->device().wear() : nullptr; }
   bool nvm_is_pmem() const override { return nvm_ && nvm_->device().is_pmem(); }
+  std::string_view nvm_persistence() const override {  // ssd-bm: its log's NVM file
+    return nvm_persistence_name((nvm_ ? *nvm_ : *log_tier_).device().persistence());
+  }
   CrashSimulator* nvm_crash_simulator() override {
     return (nvm_ ? *nvm_ : *log_tier_).device().crash_simulator();
   }
@@ -164,6 +168,7 @@ std::unique_ptr<Database> open_buffered_database(const Config& config) {
   options.mini_pages = three_tier && config.mini_pages;
   options.swizzling = three_tier && config.swizzling;
   options.admission_set_size = config.admission_set_size;
+  options.admit_while_nvm_has_free_slots = config.admit_while_nvm_has_free_slots;
   options.before_write_back = [log = log.get()](Lsn lsn) {
     log->persist_up_to(std::min(lsn, log->end_lsn()));
   };

@@ -42,6 +42,13 @@ struct Config {
   std::uint32_t nvm_write_ns = 0;  // injected per NVM cache line written back
   std::uint64_t llc_bytes = 0;     // simulated last-level cache; 0: this machine's LLC
   int numa_node = -1;              // bind the NVM region to this node; -1: no binding
+  // An NVM file neither on DAX nor on tmpfs is persisted with msync (emulation/
+  // nvm_persistence.hpp); true: with cache-line flushes only, which survive a process crash
+  // but not a power loss.
+  bool nvm_weak_durability = false;
+  // Not in the paper: while NVM has free slots, a page evicted from DRAM goes there without
+  // asking the admission set (saves SSD writes during warm-up; docs/design.md section 3).
+  bool admit_while_nvm_has_free_slots = true;
   bool cache_line_grained = true;  // 3tier switches (paper Figure 10)
   bool mini_pages = true;
   bool swizzling = true;

@@ -81,6 +81,9 @@ class Database {
   // Whether the NVM file is real persistent memory (libpmem's pmem_is_pmem on a DAX mapping):
   // persisted lines then survive a power loss; on tmpfs only a process crash. False without NVM.
   virtual bool nvm_is_pmem() const { return false; }
+  // How a persisted NVM line is made durable: "pmem", "tmpfs", "msync" or "weak"
+  // (emulation/nvm_persistence.hpp); "none" without an NVM file.
+  virtual std::string_view nvm_persistence() const { return "none"; }
   // The NVM file's crash simulator (crash tests); nullptr without Config::nvm_crash_simulation.
   virtual CrashSimulator* nvm_crash_simulator() { return nullptr; }
   // The SSD file's crash simulator; nullptr without an SSD or Config::ssd_crash_simulation.

@@ -5,6 +5,7 @@
 
 #include "common/error.hpp"
 #include "common/page_format.hpp"
+#include "emulation/nvm_persistence.hpp"
 #include "engine/database_over.hpp"
 #include "engine/storage_files.hpp"
 #include "tiers/nvm_direct_access.hpp"
@@ -34,6 +35,9 @@ class NvmDirectDatabase final : public DatabaseOver<NvmDirectAccess> {
   Counters counters() const override { return tier_->device().counters(); }
   const WearCounters* nvm_wear() const override { return tier_->device().wear(); }
   bool nvm_is_pmem() const override { return tier_->device().is_pmem(); }
+  std::string_view nvm_persistence() const override {
+    return nvm_persistence_name(tier_->device().persistence());
+  }
   CrashSimulator* nvm_crash_simulator() override { return tier_->device().crash_simulator(); }
   MemoryUsage memory_usage() const override {
     return MemoryUsage{.dram_bytes = 0,

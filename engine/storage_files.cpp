@@ -125,6 +125,7 @@ std::unique_ptr<NvmTier> open_nvm_tier(const Config& config, bool create, std::u
   options.device.llc_bytes = config.llc_bytes;
   options.device.wear_counting = config.nvm_wear_counting;
   options.device.crash_simulation = config.nvm_crash_simulation;
+  options.device.accept_weak_durability = config.nvm_weak_durability;
   options.log_bytes = log_bytes != 0 ? log_bytes : nvm_log_bytes(config.nvm_bytes);
   options.database_id = database_id;
   options.architecture = architecture_name(config.architecture);

@@ -48,7 +48,7 @@ def main():
         ax.grid(axis="y", alpha=0.3)
     if args.title:
         top.set_title(args.title, fontsize=10)
-    tr.save(fig, args.name)
+    tr.save(fig, args.name, results)
 
 
 if __name__ == "__main__":

@@ -3,8 +3,9 @@
 
   line_plot.py RESULTS_DIR NAME --x config.nvm_read_ns --xlabel "NVM latency [ns]"
       [--y throughput_ops_s] [--ylabel ...] [--x-scale mib|percent-of-nvm] [--capacity-lines]
-      [--title ...]
+      [--title ...] [--log-y]
 
+--log-y draws throughput on a logarithmic axis (Fig. 8: the gap beyond NVM is small in ops/s).
 --capacity-lines draws the DRAM and NVM capacities as dashed vertical lines (paper Fig. 8, 9).
 Writes results/plots/NAME.png.
 """
@@ -24,6 +25,7 @@ def main():
     parser.add_argument("--x-scale", choices=["none", "mib", "percent-of-nvm"], default="none")
     parser.add_argument("--capacity-lines", action="store_true")
     parser.add_argument("--title", default="")
+    parser.add_argument("--log-y", action="store_true")
     args = parser.parse_args()
 
     results = tr.load(args.results)
@@ -51,12 +53,15 @@ def main():
                     va="top", fontsize=8)
     ax.set_xlabel(args.xlabel)
     ax.set_ylabel(args.ylabel)
-    ax.set_ylim(bottom=0)
+    if args.log_y:
+        ax.set_yscale("log")
+    else:
+        ax.set_ylim(bottom=0)
     if args.title:
         ax.set_title(args.title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    tr.save(fig, args.name)
+    tr.save(fig, args.name, results)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ import glob
 import json
 import os
 
+import tristore_results as tr
+
 ARCH_ORDER = ["3tier", "basic-nvm", "nvm-direct", "ssd-bm"]
 COLORS = {"3tier": "tab:red", "basic-nvm": "tab:blue", "nvm-direct": "tab:green",
           "ssd-bm": "tab:gray"}
@@ -141,7 +143,8 @@ def plot(runs, target):
                     ha="right", fontsize=7)
     figure.suptitle("Restart (paper Fig. 17): throughput across a crash and restart", fontsize=10)
     figure.tight_layout()
-    figure.savefig(target, dpi=120)
+    figure.text(0.0, 0.0, tr.nvm_model(runs), fontsize=7, va="top", ha="left")
+    figure.savefig(target, dpi=120, bbox_inches="tight")
     print("wrote", os.path.relpath(target))
 
 

@@ -79,7 +79,28 @@ def mib(n):
     return n / (1024 * 1024)
 
 
-def save(fig, name):
+def nvm_model(results):
+    """One line naming the NVM emulation the runs had: latencies per line and the simulated LLC.
+
+    A setting that differs between the runs (Fig. 12 varies the latency) is named as varying."""
+
+    def setting(key, show):
+        values = sorted({r["config"].get(key, 0) for r in results if r["config"]["arch"] != "main-memory"})
+        if not values:
+            return "-"
+        return show(values[0]) if len(values) == 1 else "varies (x axis)"
+
+    read = setting("nvm_read_ns", lambda ns: f"{ns} ns")
+    write = setting("nvm_write_ns", lambda ns: f"{ns} ns")
+    llc = setting("llc_bytes", lambda b: f"{mib(b):g} MiB" if b else "this machine's")
+    return (f"NVM model: DRAM under /dev/shm, per cache line read {read}, written {write}, "
+            f"simulated LLC {llc}")
+
+
+def save(fig, name, results=None):
+    """Writes results/plots/NAME.png; with results, the NVM model goes beneath the figure."""
+    if results:
+        fig.text(0.0, -0.02, nvm_model(results), fontsize=7, va="top", ha="left")
     PLOTS_DIR.mkdir(parents=True, exist_ok=True)
     path = PLOTS_DIR / f"{name}.png"
     fig.savefig(path, dpi=120, bbox_inches="tight")

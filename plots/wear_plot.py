@@ -19,7 +19,8 @@ def main():
 
     plt = tr.pyplot()
     fig, ax = plt.subplots(figsize=(6, 3.6))
-    for arch, runs in tr.by_arch(tr.load(args.results)).items():
+    results = tr.load(args.results)
+    for arch, runs in tr.by_arch(results).items():
         wear = runs[0].get("wear")
         if not wear or not wear["sorted_runs"]:
             continue
@@ -39,7 +40,7 @@ def main():
     ax.set_title("NVM wear (paper Fig. 16): YCSB-R/W, 100 % updates", fontsize=10)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
-    tr.save(fig, args.name)
+    tr.save(fig, args.name, results)
 
 
 if __name__ == "__main__":

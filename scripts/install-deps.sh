@@ -2,7 +2,8 @@
 # Installs the Debian packages tristore builds with, if any is missing (Debian 12, as root).
 set -euo pipefail
 packages=(cmake g++ make pkg-config libpmem-dev libnuma-dev libgtest-dev libgmock-dev
-          libbenchmark-dev libfmt-dev libcli11-dev nlohmann-json3-dev python3 python3-matplotlib)
+          libbenchmark-dev libfmt-dev libcli11-dev nlohmann-json3-dev python3 python3-matplotlib
+          valgrind)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||

@@ -212,3 +212,13 @@ TEST(WorkloadsBenchFlags, DataThatFitsItsTierIsAccepted) {
   EXPECT_NO_THROW(parse({"--arch", "main-memory", "--records", "100000"}));
   EXPECT_NO_THROW(parse({"--micro", "--records", "10000000", "--arch", "basic-nvm"}));
 }
+
+TEST(WorkloadsBenchFlags, AdmitWhileFreeAndWeakDurabilityReachTheConfig) {
+  const BenchOptions defaults = parse({});
+  EXPECT_TRUE(defaults.config.admit_while_nvm_has_free_slots);
+  EXPECT_FALSE(defaults.config.nvm_weak_durability);
+  const BenchOptions o = parse({"--admit-while-free", "off", "--nvm-weak-durability"});
+  EXPECT_FALSE(o.config.admit_while_nvm_has_free_slots);
+  EXPECT_TRUE(o.config.nvm_weak_durability);
+  EXPECT_TRUE(parse({"--admit-while-free", "on"}).config.admit_while_nvm_has_free_slots);
+}

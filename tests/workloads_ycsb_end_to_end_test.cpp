@@ -1,6 +1,6 @@
 // Small complete tristore-bench runs, in process: every YCSB workload on main-memory and 3tier
 // (and the micro table), checking that operations ran and that the JSON has the contract's
-// fields (DESIGN.md section 8).
+// fields (docs/design.md section 9).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -65,6 +65,8 @@ void expect_contract_fields(const nlohmann::json& result) {
   EXPECT_GT(result.at("throughput_ops_s").get<double>(), 0);
   // The NVM file of these runs is on tmpfs: libpmem must not take it for persistent memory.
   EXPECT_FALSE(result.at("nvm_is_pmem").get<bool>());
+  const bool has_nvm = result.at("config").at("arch") != "main-memory";
+  EXPECT_EQ(result.at("nvm_persistence").get<std::string>(), has_nvm ? "tmpfs" : "none");
 }
 
 }  // namespace

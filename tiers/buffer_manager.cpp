@@ -16,7 +16,7 @@ BufferManagerOptions normalised(BufferManagerOptions options) {
   if (options.nvm == nullptr && options.ssd == nullptr)
     fail("buffer manager needs an NVM tier, an SSD page file, or both");
   if (options.nvm == nullptr || options.ssd == nullptr) {
-    // basic-nvm and ssd-bm are page-grained with a page table only (DESIGN.md section 5).
+    // basic-nvm and ssd-bm are page-grained with a page table only (docs/design.md section 5).
     options.cache_line_grained = false;
     options.mini_pages = false;
     options.swizzling = false;

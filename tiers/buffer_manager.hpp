@@ -1,5 +1,5 @@
 #pragma once
-// The three-tier buffer manager (van Renen et al. 2018, sections 3-4; DESIGN.md sections 2-3):
+// The three-tier buffer manager (van Renen et al. 2018, sections 3-4; docs/design.md sections 2-3):
 // a DRAM pool of full frames and mini pages over an NVM tier of page slots and an SSD page
 // file. Pages are reached only through Guards; make_resident loads missing cache lines from NVM
 // on demand; swips are swizzled into DRAM pointers so that a hot fix costs one branch.

@@ -1,5 +1,5 @@
 #pragma once
-// DRAM buffer frames (paper section 3, DESIGN.md section 2). Two kinds share one 40-byte
+// DRAM buffer frames (paper section 3, docs/design.md section 2). Two kinds share one 40-byte
 // FrameHeader: a full frame (128-byte header interleaved with the 16 KiB page, LeanStore
 // style) and a mini page (one 64-byte header line + 16 line slots = 1088 bytes). A frame is
 // reached as FrameHeader* and told apart by its kind flag.

@@ -1,17 +1,17 @@
 #pragma once
 // Debug-mode poisoning of DRAM bytes that hold no valid page content (non-resident lines of a
 // full frame, unused mini-page slots, free frames), so that a read of a line that was never
-// made resident is reported where it happens. AddressSanitizer poisoning in TRISTORE_POISON
-// builds; Valgrind memcheck client requests whenever the header is present (outside valgrind
-// they are a handful of no-op instructions, and these calls sit only on load/evict paths).
+// made resident is reported where it happens. TRISTORE_POISON builds poison for
+// AddressSanitizer; TRISTORE_VALGRIND builds mark the bytes no-access with memcheck client
+// requests, for a run under valgrind (ASan and valgrind cannot be combined). Other builds
+// compile these calls away.
 #include <cstddef>
 
 #if defined(TRISTORE_POISON)
 #include <sanitizer/asan_interface.h>
 #endif
-#if __has_include(<valgrind/memcheck.h>)
+#if defined(TRISTORE_VALGRIND)
 #include <valgrind/memcheck.h>
-#define TRISTORE_HAVE_VALGRIND 1
 #endif
 
 namespace tristore {
@@ -20,7 +20,7 @@ inline void poison_bytes([[maybe_unused]] void* p, [[maybe_unused]] std::size_t 
 #if defined(TRISTORE_POISON)
   ASAN_POISON_MEMORY_REGION(p, length);
 #endif
-#if defined(TRISTORE_HAVE_VALGRIND)
+#if defined(TRISTORE_VALGRIND)
   (void)VALGRIND_MAKE_MEM_NOACCESS(p, length);
 #endif
 }
@@ -30,7 +30,7 @@ inline void unpoison_bytes([[maybe_unused]] void* p, [[maybe_unused]] std::size_
 #if defined(TRISTORE_POISON)
   ASAN_UNPOISON_MEMORY_REGION(p, length);
 #endif
-#if defined(TRISTORE_HAVE_VALGRIND)
+#if defined(TRISTORE_VALGRIND)
   (void)VALGRIND_MAKE_MEM_UNDEFINED(p, length);
 #endif
 }

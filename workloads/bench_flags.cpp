@@ -68,6 +68,11 @@ BenchFlags::BenchFlags(CLI::App& app) {
       ->capture_default_str();
   add_unsigned(app, "--admission-set", o.config.admission_set_size,
                "NVM admission set entries (0: engine default)", kNonNegative);
+  app.add_option("--admit-while-free", o.config.admit_while_nvm_has_free_slots,
+                 "3tier: admit DRAM evictions to NVM while it has free slots (not in the paper)")
+      ->capture_default_str();
+  app.add_flag("--nvm-weak-durability", o.config.nvm_weak_durability,
+               "NVM file neither DAX nor tmpfs: cache-line flushes only, no msync");
   app.add_option("--distribution", distribution_, "YCSB keys: zipf|uniform|scrambled-zipf")
       ->capture_default_str();
   app.add_option("--zipf", o.ycsb.zipf_theta, "Zipf theta for --distribution zipf")

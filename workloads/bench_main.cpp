@@ -1,4 +1,4 @@
-// tristore-bench: the single entry point for every experiment (DESIGN.md section 8).
+// tristore-bench: the single entry point for every experiment (docs/design.md section 9).
 // Exit status: 0 success, 2 bad flags or a run that cannot work (one line on stderr), 1 other
 // failures.
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
 #pragma once
-// Everything one tristore-bench run is told, validated (DESIGN.md section 8).
+// Everything one tristore-bench run is told, validated (docs/design.md section 9).
 #include <cstdint>
 #include <string>
 

@@ -1,5 +1,5 @@
 #pragma once
-// The JSON result of a tristore-bench run (DESIGN.md section 8).
+// The JSON result of a tristore-bench run (docs/design.md section 9).
 #include <nlohmann/json.hpp>
 
 #include "common/counters.hpp"

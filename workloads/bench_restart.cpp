@@ -304,6 +304,7 @@ nlohmann::json describe(const BenchOptions& options, const CrashedRun& crashed,
   result["data_bytes"] = crashed.ready.at("data_bytes");
   result["memory"] = crashed.ready.at("memory");
   result["nvm_is_pmem"] = crashed.ready.at("nvm_is_pmem");
+  result["nvm_persistence"] = crashed.ready.at("nvm_persistence");
   result["restart"] = {
       {"crash",
        {{"method", "sigkill"},

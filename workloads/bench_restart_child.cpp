@@ -62,6 +62,7 @@ void send(int fd, const nlohmann::json& message) {
               {"memory", memory_json(memory)},
               {"data_bytes", tree_bytes(db->memory_usage())},
               {"nvm_is_pmem", db->nvm_is_pmem()},
+              {"nvm_persistence", db->nvm_persistence()},
               {"counters", counters_json(db->counters())}});
     // 3. The workload, sampled, until the parent kills this process.
     run_sampled(

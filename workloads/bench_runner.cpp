@@ -105,6 +105,7 @@ nlohmann::json run_bench(const BenchOptions& options) {
   result["memory"]["peak_rss_bytes"] = peak_rss_bytes();
   result["durable"] = options.config.architecture != Architecture::kMainMemory;
   result["nvm_is_pmem"] = db->nvm_is_pmem();
+  result["nvm_persistence"] = db->nvm_persistence();
   db.reset();  // closes (and flushes) before the files are removed
   return result;
 }

@@ -1,6 +1,6 @@
 #pragma once
 // One tristore-bench run: open the database, load, warm up, measure, and describe it as JSON
-// (DESIGN.md section 8). Throws Error (one line) when the run cannot happen.
+// (docs/design.md section 9). Throws Error (one line) when the run cannot happen.
 #include <nlohmann/json.hpp>
 
 #include "workloads/bench_options.hpp"

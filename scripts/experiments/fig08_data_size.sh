@@ -25,4 +25,4 @@ for size in $sizes; do
   run "3tier_${size}" --arch 3tier --records "$records" "${common[@]}"
 done
 plot line_plot.py "$out" fig08_data_size --x data_bytes --x-scale mib --xlabel "data size [MiB]" \
-  --capacity-lines --title "YCSB-RO (paper Fig. 8): DRAM ${dram_mib} MiB, NVM ${nvm_mib} MiB"
+  --capacity-lines --log-y --title "YCSB-RO (paper Fig. 8): DRAM ${dram_mib} MiB, NVM ${nvm_mib} MiB"

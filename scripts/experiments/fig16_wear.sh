@@ -10,6 +10,7 @@ common=(--workload ycsb-rw --update-ratio 100 --records "$(ycsb_records 400)" --
 
 results_dir fig16_wear
 for arch in nvm-direct basic-nvm 3tier; do
+  [[ ${PLOT_ONLY:-0} == 1 ]] && break
   if "$bench" --arch "$arch" --warmup "$warmup_seconds" --llc "$llc" --json "$out/$arch.json" "${common[@]}" \
     >"$out/$arch.log" 2>&1; then
     echo "  $arch: $(tail -n 1 "$out/$arch.log")"

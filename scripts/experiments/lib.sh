@@ -3,7 +3,7 @@
 #
 # Environment: TRISTORE_BENCH (the binary; default build/workloads/tristore-bench),
 # RUN_SECONDS / WARMUP_SECONDS (measured phase and warm-up per run), LLC (simulated last-level
-# cache), PYTHON.
+# cache), PYTHON, PLOT_ONLY=1 (keep results/<experiment>/ and only draw the figure again).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 bench=${TRISTORE_BENCH:-$root/build/workloads/tristore-bench}
@@ -20,9 +20,10 @@ if [[ ! -x $bench ]]; then
   exit 1
 fi
 
-# results_dir NAME: a fresh results/NAME directory, its path in $out.
+# results_dir NAME: a fresh results/NAME directory, its path in $out (PLOT_ONLY: kept as is).
 results_dir() {
   out=$root/results/$1
+  [[ ${PLOT_ONLY:-0} == 1 ]] && return
   rm -rf "$out"
   mkdir -p "$out"
 }
@@ -36,6 +37,7 @@ ycsb_records() { echo $(($1 * 640)); }
 run() {
   local name=$1
   shift
+  [[ ${PLOT_ONLY:-0} == 1 ]] && return
   if "$bench" --seconds "$run_seconds" --warmup "$warmup_seconds" --llc "$llc" \
     --json "$out/$name.json" "$@" \
     >"$out/$name.log" 2>&1; then

@@ -30,6 +30,7 @@
 
 #include <fmt/format.h>
 
+#include "btree/leaf_change.hpp"
 #include "btree/node_layout.hpp"
 #include "btree/page_access.hpp"
 #include "common/error.hpp"
@@ -64,6 +65,9 @@ class BTree {
   using Inner = InnerLayout<K>;
   static_assert(std::is_move_constructible_v<Guard> && std::is_move_assignable_v<Guard>,
                 "the B-tree moves guards down the path");
+  static_assert(LeafGeometry::of(sizeof(K), sizeof(V)).values_offset == Leaf::kValuesOffset &&
+                    LeafGeometry::of(sizeof(K), sizeof(V)).capacity == Leaf::kCapacity,
+                "a leaf change is replayed with the geometry its sizes give");
 
  public:
   static constexpr std::uint32_t kLeafCapacity = Leaf::kCapacity;
@@ -102,7 +106,15 @@ class BTree {
     Position at = search(leaf, count, key);
     if (!at.found) return false;
     if (length > 0)
-      std::memcpy(leaf.write(Leaf::value_offset(at.index) + offset, length), bytes, length);
+      change_leaf(leaf,
+                  {.kind = LeafChangeKind::kUpdate,
+                   .reserved = 0,
+                   .index = static_cast<std::uint16_t>(at.index),
+                   .key_size = sizeof(K),
+                   .part_offset = static_cast<std::uint16_t>(offset),
+                   .value_size = sizeof(V),
+                   .bytes_size = length},
+                  key, bytes);
     return true;
   }
 
@@ -321,23 +333,34 @@ class BTree {
     }
   }
 
-  static void insert_into_leaf(Guard& leaf, std::uint32_t count, std::uint32_t i, const K& key,
-                               const V& value) {
-    std::byte* keys = leaf.write(Leaf::key_offset(i), (count - i + 1) * sizeof(K));
-    std::memmove(keys + sizeof(K), keys, (count - i) * sizeof(K));
-    std::memcpy(keys, &key, sizeof(K));
-    std::byte* values = leaf.write(Leaf::value_offset(i), (count - i + 1) * sizeof(V));
-    std::memmove(values + sizeof(V), values, (count - i) * sizeof(V));
-    std::memcpy(values, &value, sizeof(V));
-    set_count(leaf, count + 1);
+  // Every change of a leaf entry goes through a LeafChange (btree/leaf_change.hpp): a guard
+  // that logs takes it whole (change_leaf), and restart replays the same bytes without the
+  // table's types. The leaf's layout is LeafGeometry's, as the static_assert below keeps it.
+  static void change_leaf(Guard& leaf, const LeafChange& change, const K& key, const void* bytes) {
+    const auto* key_bytes = reinterpret_cast<const std::byte*>(&key);
+    const auto* value_bytes = static_cast<const std::byte*>(bytes);
+    if constexpr (requires { leaf.change_leaf(change, key_bytes, value_bytes); })
+      leaf.change_leaf(change, key_bytes, value_bytes);
+    else
+      apply_leaf_change(leaf, change, key_bytes, value_bytes);
+  }
+  static LeafChange entry_change(LeafChangeKind kind, std::uint32_t i) {
+    return {.kind = kind,
+            .reserved = 0,
+            .index = static_cast<std::uint16_t>(i),
+            .key_size = sizeof(K),
+            .part_offset = 0,
+            .value_size = sizeof(V),
+            .bytes_size = kind == LeafChangeKind::kInsert ? std::uint32_t{sizeof(V)} : 0};
   }
 
-  static void erase_from_leaf(Guard& leaf, std::uint32_t count, std::uint32_t i) {
-    std::byte* keys = leaf.write(Leaf::key_offset(i), (count - i) * sizeof(K));
-    std::memmove(keys, keys + sizeof(K), (count - i - 1) * sizeof(K));
-    std::byte* values = leaf.write(Leaf::value_offset(i), (count - i) * sizeof(V));
-    std::memmove(values, values + sizeof(V), (count - i - 1) * sizeof(V));
-    set_count(leaf, count - 1);
+  static void insert_into_leaf(Guard& leaf, std::uint32_t, std::uint32_t i, const K& key,
+                               const V& value) {
+    change_leaf(leaf, entry_change(LeafChangeKind::kInsert, i), key, &value);
+  }
+
+  static void erase_from_leaf(Guard& leaf, std::uint32_t, std::uint32_t i, const K& key) {
+    change_leaf(leaf, entry_change(LeafChangeKind::kRemove, i), key, nullptr);
   }
 
   // Puts `key` at i and `child` at i + 1 of a non-full inner node.
@@ -447,7 +470,7 @@ class BTree {
       if (h.is_leaf) {
         Position at = search(node, h.count, key);
         if (!at.found) return false;
-        erase_from_leaf(node, h.count, at.index);
+        erase_from_leaf(node, h.count, at.index, key);
         if (parent && h.count - 1u < kLeafUnderfull)
           merge_if_fits(*parent, index_in_parent, std::move(node));
         return true;

@@ -10,6 +10,7 @@ namespace tristore {
   X(nvm_lines_read)        /* cache lines loaded from NVM (or charged, nvm-direct) */ \
   X(nvm_lines_written)     /* cache lines written to NVM, log area included */        \
   X(nvm_log_lines_written) /* of those, in the log area (records, header) */          \
+  X(nvm_double_write_lines_written) /* of those, staged in the double-write area */   \
   X(ssd_pages_read)                                                                   \
   X(ssd_pages_written)                                                                \
   X(ssd_syncs)          /* SSD file syncs (the writes before one are durable) */      \

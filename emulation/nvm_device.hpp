@@ -107,6 +107,13 @@ class NvmDevice {
     if (length != 0) counters_.nvm_log_lines_written += line_range(nvm_dst, length).count;
   }
 
+  // A write to the double-write area (tiers/double_write_area.hpp): counted in
+  // nvm_lines_written and, apart, in nvm_double_write_lines_written.
+  void write_double_write(std::byte* nvm_dst, const void* dram_src, std::size_t length) {
+    write(nvm_dst, dram_src, length);
+    if (length != 0) counters_.nvm_double_write_lines_written += line_range(nvm_dst, length).count;
+  }
+
   // pmem_flush picks clwb / clflushopt / clflush at run time. kMsync: the range's pages are
   // written to the file (and so durable) before this returns; the fence adds nothing.
   void flush(const void* nvm, std::size_t length) {

@@ -61,13 +61,15 @@ class BTreeTable final : public TableInterface<K, V> {
     return read_tree_.scan(from, limit, visit);
   }
 
+  // Durable: one walk of the tree, whose leaf change is logged with its undo in one record
+  // (OperationLog). main-memory keeps its undo in DRAM, found by a lookup first.
   bool insert(TransactionState* txn, const K& key, const V& value) override {
     return changing(txn, [&](TransactionState& t) {
+      if (undo_with_redo()) return operation(t, this, [&] { return tree_.insert(key, value); });
       V old;
       if (tree_.lookup(key, old)) return false;
       log_undo(t, UndoOperation::kInsert, key, 0, nullptr, 0);
-      operation(t, [&] { tree_.insert(key, value); });
-      return true;
+      return operation(t, nullptr, [&] { return tree_.insert(key, value); });
     });
   }
   bool update(TransactionState* txn, const K& key, const V& value) override {
@@ -79,20 +81,21 @@ class BTreeTable final : public TableInterface<K, V> {
     const auto part_offset = static_cast<std::uint32_t>(offset);
     const auto part_length = static_cast<std::uint32_t>(length);
     return changing(txn, [&](TransactionState& t) {
+      auto change = [&] { return tree_.update_part(key, part_offset, part_length, bytes); };
+      if (undo_with_redo()) return operation(t, this, change);
       std::byte before[sizeof(V)];
       if (!tree_.lookup_part(key, part_offset, part_length, before)) return false;
       log_undo(t, UndoOperation::kUpdate, key, part_offset, before, part_length);
-      operation(t, [&] { tree_.update_part(key, part_offset, part_length, bytes); });
-      return true;
+      return operation(t, nullptr, change);
     });
   }
   bool remove(TransactionState* txn, const K& key) override {
     return changing(txn, [&](TransactionState& t) {
+      if (undo_with_redo()) return operation(t, this, [&] { return tree_.remove(key); });
       V old;
       if (!tree_.lookup(key, old)) return false;
       log_undo(t, UndoOperation::kRemove, key, 0, &old, sizeof(V));
-      operation(t, [&] { tree_.remove(key); });
-      return true;
+      return operation(t, nullptr, [&] { return tree_.remove(key); });
     });
   }
 
@@ -124,20 +127,17 @@ class BTreeTable final : public TableInterface<K, V> {
     V current;
     const bool present = tree_.lookup(key, current);
     if (header.operation == UndoOperation::kInsert) {
-      if (present) operation(txn, [&] { tree_.remove(key); });
+      if (present) operation(txn, nullptr, [&] { return tree_.remove(key); });
     } else if (header.operation == UndoOperation::kUpdate) {
       if (present)
-        operation(txn,
-                  [&] { tree_.update_part(key, header.reserved2, header.before_size, before); });
+        operation(txn, nullptr, [&] {
+          return tree_.update_part(key, header.reserved2, header.before_size, before);
+        });
     } else {
       V value;
       std::memcpy(&value, before, sizeof(V));
-      operation(txn, [&] {
-        if (present)
-          tree_.update(key, value);
-        else
-          tree_.insert(key, value);
-      });
+      operation(txn, nullptr,
+                [&] { return present ? tree_.update(key, value) : tree_.insert(key, value); });
     }
   }
 
@@ -219,27 +219,37 @@ class BTreeTable final : public TableInterface<K, V> {
     transactions_.log_undo(txn, *this, undo_buffer_);
   }
 
+  bool undo_with_redo() const {
+    if constexpr (kLogged)
+      return transactions_.durable();
+    else
+      return false;
+  }
+
   // One tree change as one logged operation; the table's new root, if it moved, with it.
+  // undo_table: this table, when the leaf change's undo is logged with it (undo_with_redo).
   template <typename Change>
-  void operation(TransactionState& txn, Change&& change) {
+  bool operation(TransactionState& txn, UndoTarget* undo_table, Change&& change) {
     if constexpr (kLogged) {
       if (!transactions_.durable()) return change();
       context_.begin(txn, InnerLayout<K>::kSwipsOffset,
-                     Context::max_operation_log_bytes(height_->height));
+                     Context::max_operation_log_bytes(height_->height), undo_table);
       try {
-        change();
+        const bool changed = change();
         if (context_.root_may_change()) {
           const PageId root = root_page_id();
           if (root != root_page_) context_.note_root(table_id_, root);
           root_page_ = root;
         }
         context_.end();
+        return changed;
       } catch (...) {
         context_.abandon();
         throw;
       }
     } else {
-      change();
+      (void)undo_table;
+      return change();
     }
   }
 

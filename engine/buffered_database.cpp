@@ -20,13 +20,14 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
  public:
   BufferedDatabase(const Config& config, std::unique_ptr<NvmTier> nvm,
                    std::unique_ptr<NvmTier> log_tier, std::unique_ptr<SsdPageFile> ssd,
-                   std::unique_ptr<LogManager> log, std::unique_ptr<BufferManager> manager,
-                   Catalog catalog)
+                   std::unique_ptr<LogManager> log, std::unique_ptr<DoubleWriteArea> double_write,
+                   std::unique_ptr<BufferManager> manager, Catalog catalog)
       : DatabaseOver(config, *manager, std::move(catalog), log.get(), manager->options().swizzling),
         nvm_(std::move(nvm)),
         log_tier_(std::move(log_tier)),
         ssd_(std::move(ssd)),
         log_(std::move(log)),
+        double_write_(std::move(double_write)),
         manager_(std::move(manager)) {}
 
   ~BufferedDatabase() override {
@@ -64,8 +65,10 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
   }
 
   // Restart (docs/durability.md): the page table was rebuilt by the buffer manager.
-  void recover(double page_table_seconds, double log_open_seconds) {
+  void recover(double page_table_seconds, double log_open_seconds,
+               const DoubleWriteRestore& mended) {
     RestartReport& report = transactions_.restart_report();
+    report.torn_pages_mended = mended.nvm_pages_mended + mended.ssd_pages_mended;
     report.page_table_rebuild_seconds = page_table_seconds;
     report.log_open_seconds = log_open_seconds;
     transactions_.recover(report);
@@ -91,23 +94,31 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
       nvm_->device().persist(nvm_->metadata_area().data(), nvm_->metadata_area().size());
   }
 
-  void trust_page(PageId page_id) override { manager_->trust_nvm_copy(page_id); }
-
+  // A record's entries for one page are replayed together, all or none: only onto a page
+  // older than the record (its LSN says so; DoubleWriteArea::restore mended a torn write
+  // first), where a leaf change's slot index is still right. A whole page (a new one) is
+  // installed wherever the page is, torn or missing.
   void redo(Lsn lsn, const RedoPageBytes& entry, std::span<const std::byte> bytes) override {
     if (entry.offset == kRedoRootEntry) return redo_root(bytes, entry.page_id);
-    if (entry.length == kPageSize) {
+    if (entry.offset != kRedoLeafEntry && entry.length == kPageSize) {
       BufferManager::Guard page = manager_->install_page(entry.page_id, bytes.data());
       std::memcpy(page.write(offsetof(PageHeader, lsn), sizeof(Lsn)), &lsn, sizeof(lsn));
+      replaying_ = {entry.page_id, lsn};
       return;
     }
-    if (entry.offset < kPageHeaderSize || entry.offset + entry.length > kPageSize)
+    if (entry.offset != kRedoLeafEntry &&
+        (entry.offset < kPageHeaderSize || entry.offset + entry.length > kPageSize))
       fail("log: corrupt redo entry for page {} at LSN {}", entry.page_id, lsn);
     BufferManager::Guard page = manager_->fix_page(entry.page_id);
-    Lsn page_lsn;
-    std::memcpy(&page_lsn, page.read(offsetof(PageHeader, lsn), sizeof(Lsn)), sizeof(Lsn));
-    if (page_lsn > lsn) return;  // equal: another entry of the same operation
+    if (replaying_ != std::pair{entry.page_id, lsn}) {
+      Lsn page_lsn;
+      std::memcpy(&page_lsn, page.read(offsetof(PageHeader, lsn), sizeof(Lsn)), sizeof(Lsn));
+      if (page_lsn >= lsn) return;
+      std::memcpy(page.write(offsetof(PageHeader, lsn), sizeof(Lsn)), &lsn, sizeof(lsn));
+      replaying_ = {entry.page_id, lsn};
+    }
+    if (entry.offset == kRedoLeafEntry) return redo_leaf_change(page, entry, bytes, lsn);
     std::memcpy(page.write(entry.offset, entry.length), bytes.data(), entry.length);
-    std::memcpy(page.write(offsetof(PageHeader, lsn), sizeof(Lsn)), &lsn, sizeof(lsn));
   }
 
  private:
@@ -117,7 +128,9 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
   std::unique_ptr<NvmTier> log_tier_;  // ssd-bm: an NVM file for the log only
   std::unique_ptr<SsdPageFile> ssd_;
   std::unique_ptr<LogManager> log_;
+  std::unique_ptr<DoubleWriteArea> double_write_;
   std::unique_ptr<BufferManager> manager_;
+  std::pair<PageId, Lsn> replaying_{kInvalidPageId, kNoLsn};  // the page redo is applying now
 };
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -149,16 +162,23 @@ std::unique_ptr<Database> open_buffered_database(const Config& config) {
   CrashSimulator* nvm_crash = log_home.device().crash_simulator();
   if (SsdCrashSimulator* ssd_crash = ssd ? ssd->crash_simulator() : nullptr; ssd_crash && nvm_crash)
     ssd_crash->set_machine_down_check([nvm_crash] { return nvm_crash->crashed(); });
-  // 3. The log: new, or opened (its end found) for restart.
+  // 3. The log area holds the log and, at its end, the double-write area; a reopened
+  //    database first mends the pages a crash tore while they were written in place.
+  const LogAreaParts log_area = split_log_area(log_home.log_area(), config.architecture);
+  auto double_write = std::make_unique<DoubleWriteArea>(log_home.device(), log_area.double_write,
+                                                        [ssd = ssd.get()] { ssd->sync(); });
+  // A new database retires whatever a file it replaced left there.
+  const DoubleWriteRestore mended =
+      double_write->restore(create ? nullptr : nvm.get(), create ? nullptr : ssd.get());
+  // 4. The log: new, or opened (its end found) for restart.
   auto start = std::chrono::steady_clock::now();
-  std::unique_ptr<LogManager> log = create
-                                        ? LogManager::create(log_home.device(), log_home.log_area())
-                                        : LogManager::open(log_home.device(), log_home.log_area());
+  std::unique_ptr<LogManager> log = create ? LogManager::create(log_home.device(), log_area.log)
+                                           : LogManager::open(log_home.device(), log_area.log);
   const double log_open_seconds = seconds_since(start);
-  // 4. The catalog of a reopened database (as of its last checkpoint).
+  // 5. The catalog of a reopened database (as of its last checkpoint).
   Catalog catalog;
   if (!create) catalog = Catalog::load(ssd ? ssd->metadata() : nvm->metadata_area());
-  // 5. The buffer manager; opening rebuilds its page table from the NVM slot headers. Pages
+  // 6. The buffer manager; opening rebuilds its page table from the NVM slot headers. Pages
   //    go down only after the log (write-ahead rule).
   BufferManagerOptions options;
   options.dram_bytes = config.dram_bytes;
@@ -169,21 +189,21 @@ std::unique_ptr<Database> open_buffered_database(const Config& config) {
   options.swizzling = three_tier && config.swizzling;
   options.admission_set_size = config.admission_set_size;
   options.admit_while_nvm_has_free_slots = config.admit_while_nvm_has_free_slots;
+  options.double_write = double_write.get();
   options.before_write_back = [log = log.get()](Lsn lsn) {
     log->persist_up_to(std::min(lsn, log->end_lsn()));
   };
   start = std::chrono::steady_clock::now();
   auto manager = std::make_unique<BufferManager>(options);
   const double page_table_seconds = seconds_since(start);
-  auto database = std::make_unique<BufferedDatabase>(config, std::move(nvm), std::move(log_tier),
-                                                     std::move(ssd), std::move(log),
-                                                     std::move(manager), std::move(catalog));
-  // 6. A new database starts with a checkpoint (the first change of every page is then a
-  //    full image); a reopened one recovers.
+  auto database = std::make_unique<BufferedDatabase>(
+      config, std::move(nvm), std::move(log_tier), std::move(ssd), std::move(log),
+      std::move(double_write), std::move(manager), std::move(catalog));
+  // 7. A new database starts with a checkpoint; a reopened one recovers.
   if (create)
     database->checkpoint();
   else
-    database->recover(page_table_seconds, log_open_seconds);
+    database->recover(page_table_seconds, log_open_seconds, mended);
   return database;
 }
 

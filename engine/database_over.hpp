@@ -60,6 +60,19 @@ class DatabaseOver : public Database, protected DurableStore {
   const TransactionManager& transactions() const override { return transactions_; }
 
   // A table's root moved (redo of a root split or collapse).
+  // A kRedoLeafEntry's bytes (LeafChange, key, value bytes) replayed onto `page`.
+  template <typename Page>
+  static void redo_leaf_change(Page& page, const RedoPageBytes& entry,
+                               std::span<const std::byte> bytes, Lsn lsn) {
+    LeafChange change;
+    if (bytes.size() < sizeof(change)) fail("log: corrupt leaf change at LSN {}", lsn);
+    std::memcpy(&change, bytes.data(), sizeof(change));
+    if (bytes.size() != sizeof(change) + leaf_change_payload_size(change))
+      fail("log: corrupt leaf change for page {} at LSN {}", entry.page_id, lsn);
+    const std::byte* key = bytes.data() + sizeof(change);
+    apply_leaf_change(page, change, key, key + change.key_size);
+  }
+
   void redo_root(std::span<const std::byte> table_id_bytes, PageId root) {
     std::uint32_t id;
     std::memcpy(&id, table_id_bytes.data(), sizeof(id));

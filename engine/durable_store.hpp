@@ -14,9 +14,11 @@ class DurableStore {
   // One entry of a kRedoOperation record at lsn: page bytes (a full image when the length is
   // kPageSize), a new table root (kRedoRootEntry) or a freed page (kRedoFreedEntry).
   virtual void redo(Lsn lsn, const RedoPageBytes& entry, std::span<const std::byte> bytes) = 0;
-  // Restart, before redo: the log names this page from the checkpoint on. Its NVM copy may be
-  // newer than its checksum (a crash between a write and its checksum), and redo or the
-  // before-images rewrite what matters, so it is not checked against that checksum.
+  // Restart, before redo: the log names this page from the checkpoint on. nvm-direct: its
+  // NVM copy may be newer than its checksum (a crash between an in-place write and the
+  // checksum), and redo or the before-images rewrite what matters, so it is not checked
+  // against that checksum. (Buffered architectures mend such a page from the double-write
+  // area, header included, and check every page.)
   virtual void trust_page(PageId) {}
   // nvm-direct: puts back bytes an interrupted operation changed in place.
   virtual void restore_before_image(const RedoPageBytes&, std::span<const std::byte>) {}

@@ -14,7 +14,7 @@
 namespace tristore {
 
 inline constexpr std::uint64_t kLogMagic = 0x31474f4c45525453ull;  // "STRELOG1"
-inline constexpr std::uint32_t kLogFormatVersion = 3;              // 3: end_bound
+inline constexpr std::uint32_t kLogFormatVersion = 4;  // 3: end_bound; 4: tuple-level records
 inline constexpr std::uint64_t kLogHeaderCopies = 2;
 inline constexpr std::uint64_t kLogRecordAreaOffset = 256;
 inline constexpr std::uint64_t kLogMinAreaBytes = 4096;

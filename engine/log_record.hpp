@@ -5,6 +5,7 @@
 // this lap of the circular area from a stale one of an earlier lap.
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 
 #include "common/types.hpp"
@@ -17,17 +18,17 @@ inline constexpr Lsn kNoLsn = 0;  // "none": page never logged, first record of 
 inline constexpr std::uint64_t kLogRecordAlignment = 8;  // NVM stores are atomic at 8 bytes
 
 enum class LogRecordType : std::uint8_t {
-  kRedoPageBytes = 1,  // physical redo: RedoPageBytes + the after-image bytes
-  kFullPageImage,      // first change of a page after a checkpoint: FullPageImage + kPageSize bytes
+  kRedoOperation = 1,  // one operation's page changes: (RedoPageBytes + bytes)*, atomic
+  kTupleOperation,     // a transaction's table operation: its undo (UndoLogical + key +
+                       // before-image), then its redo entries as in kRedoOperation
   kUndoLogical,        // UndoLogical + key + before-image, logged before the table changes
   kCommit,             // no payload; durable commit record = committed transaction
   kAbort,              // no payload; the transaction's undo is complete
   kCompensation,       // Compensation: one undo record has been applied
   kCheckpointBegin,    // no payload
   kCheckpointEnd,      // CheckpointEnd + ActiveTransaction[active_count]
-  kRedoOperation,      // one table operation's page changes: (RedoPageBytes + bytes)*, atomic
   kPageBeforeImage,    // nvm-direct: RedoPageBytes + the bytes before an in-place change
-  kUndoCopy,           // UndoCopy + a live kUndoLogical payload, copied forward by a checkpoint
+  kUndoCopy,           // UndoCopy + a live undo payload, copied forward by a checkpoint
 };
 inline constexpr std::uint8_t kLastLogRecordType =
     static_cast<std::uint8_t>(LogRecordType::kUndoCopy);
@@ -68,9 +69,6 @@ struct RedoPageBytes {
   std::uint32_t offset;  // within the page
   std::uint32_t length;  // after-image bytes that follow
 };
-struct FullPageImage {
-  PageId page_id;  // kPageSize bytes follow
-};
 enum class UndoOperation : std::uint8_t { kInsert = 1, kUpdate, kRemove };
 struct UndoLogical {
   std::uint32_t table_id;
@@ -91,9 +89,11 @@ struct Compensation {
   Lsn undo_next_lsn;  // the next record of this transaction still to undo (ARIES CLR)
   Lsn undone_lsn;     // the kUndoLogical or kUndoCopy record this one compensates
 };
-// Entries of a kRedoOperation record that are no page bytes (RedoPageBytes::offset).
+// Entries of a redo record that are no page bytes (RedoPageBytes::offset).
 inline constexpr std::uint32_t kRedoRootEntry = 0xFFFFFFFF;   // page_id: new root; 4-byte table id
 inline constexpr std::uint32_t kRedoFreedEntry = 0xFFFFFFFE;  // page_id was freed; no bytes
+// page_id's leaf changed one entry: a LeafChange (btree/leaf_change.hpp) and its bytes follow.
+inline constexpr std::uint32_t kRedoLeafEntry = 0xFFFFFFFD;
 struct CheckpointEnd {
   Lsn begin_lsn;
   std::uint64_t active_count;  // ActiveTransaction entries that follow
@@ -104,5 +104,26 @@ struct ActiveTransaction {
   Lsn last_lsn;   // where its undo starts
 };
 static_assert(sizeof(RedoPageBytes) == 16 && sizeof(UndoLogical) == 16);
+
+// The bytes of the undo payload at the start of `payload` (UndoLogical, key, before-image);
+// empty if they do not fit in it.
+inline std::span<const std::byte> undo_prefix(std::span<const std::byte> payload) {
+  UndoLogical undo;
+  if (payload.size() < sizeof(undo)) return {};
+  std::memcpy(&undo, payload.data(), sizeof(undo));
+  const std::uint64_t size = sizeof(undo) + std::uint64_t{undo.key_size} + undo.before_size;
+  if (size > payload.size()) return {};
+  return payload.first(size);
+}
+
+// The redo entries of a kRedoOperation or kTupleOperation record (after the undo of the
+// latter); empty for other types and for a tuple operation whose undo does not fit.
+inline std::span<const std::byte> redo_entries(LogRecordType type,
+                                               std::span<const std::byte> payload) {
+  if (type == LogRecordType::kRedoOperation) return payload;
+  if (type != LogRecordType::kTupleOperation) return {};
+  const std::span<const std::byte> undo = undo_prefix(payload);
+  return undo.empty() ? undo : payload.subspan(undo.size());
+}
 
 }  // namespace tristore

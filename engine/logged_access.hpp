@@ -1,15 +1,18 @@
 #pragma once
-// Physical redo for the durable architectures: a PageAccess decorator (btree/page_access.hpp)
-// over the buffer manager or nvm-direct, and the OperationLog that collects what one table
-// operation changed (docs/durability.md).
+// Redo for the durable architectures: a PageAccess decorator (btree/page_access.hpp) over the
+// buffer manager or nvm-direct, and the OperationLog that collects what one table operation
+// changed (docs/durability.md).
 //
 // Within an operation, every guard that wrote keeps its page fixed until the operation ends;
-// then one kRedoOperation record holds the after-image of every written range (the whole page
-// on its first change after a checkpoint), the pages get that record's LSN, and the fixes are
-// released. So no page leaves DRAM before its redo is logged, and an operation is in the log
-// whole or not at all. nvm-direct changes NVM in place: there each range's before-image is
-// logged and persisted before the bytes are handed out, so restart can put back an operation
-// the crash interrupted.
+// then one record holds the operation's redo, the pages get that record's LSN, and the fixes
+// are released. So no page leaves DRAM before its redo is logged, and an operation is in the
+// log whole or not at all. A leaf entry's change is logged as the B-tree's LeafChange (tuple
+// level: the key and the changed value bytes); everything else a page gets (splits, merges, a
+// new root) as the after-image of the byte ranges written. A transaction's table operation
+// logs its undo in the same record (kTupleOperation): the key and the before-image, captured
+// as the leaf changes, so an update walks the tree once. nvm-direct changes NVM in place: there
+// each range's before-image is logged and persisted before the bytes are handed out, so
+// restart can put back an operation the crash interrupted.
 //
 // No page logs more than its own size per operation (nvm-direct: plus at most one and a half
 // pages of before-images), so max_operation_log_bytes bounds what an operation appends: the
@@ -24,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "btree/leaf_change.hpp"
 #include "btree/node_layout.hpp"
 #include "common/page_format.hpp"
 #include "engine/log_record.hpp"
@@ -57,10 +61,15 @@ class OperationLog {
   // 2 * height + 2 pages (a split on every level and a new root; or a merge on every level),
   // each logged at most whole (build_payload), and frees fewer; nvm-direct adds at most a
   // half page and one whole page of before-images per page (before_image).
+  // Beside them, its one leaf change: a key and a value with a small header, at most a
+  // quarter page, as a leaf holds at least four entries (nvm-direct logs it as ranges). The
+  // operation's undo, in the same record, is reserved apart (BTreeTable::changing).
   static constexpr std::uint64_t max_operation_log_bytes(std::uint32_t height) {
     const std::uint64_t pages = 2 * std::uint64_t{height} + 2;
-    const std::uint64_t redo = pages * (2 * sizeof(RedoPageBytes) + kPageSize) +
-                               sizeof(RedoPageBytes) + sizeof(std::uint32_t);
+    const std::uint64_t redo =
+        pages * (2 * sizeof(RedoPageBytes) + kPageSize) + sizeof(RedoPageBytes) +
+        sizeof(std::uint32_t) +
+        (kInPlace ? 0 : sizeof(RedoPageBytes) + sizeof(LeafChange) + kPageSize / 4);
     const std::uint64_t images =
         kInPlace ? pages * (kBeforeImageBudget + log_record_size(sizeof(RedoPageBytes) + kPageSize))
                  : 0;
@@ -82,9 +91,14 @@ class OperationLog {
   TreeHeight& tree_height(const Swip* root) { return tree_heights_[root]; }
 
   // max_log_bytes: the operation's bound (max_operation_log_bytes), checked in debug builds.
-  void begin(TransactionState& txn, std::uint32_t swips_offset, std::uint64_t max_log_bytes) {
+  // undo_table: the table whose operation this is, when the operation's leaf change is to be
+  // logged with its undo (null: an undo step, or an operation that logs no undo).
+  void begin(TransactionState& txn, std::uint32_t swips_offset, std::uint64_t max_log_bytes,
+             UndoTarget* undo_table = nullptr) {
     txn_ = &txn;
     swips_offset_ = swips_offset;
+    undo_table_ = undo_table;
+    undo_txn_ = &txn;
 #ifndef NDEBUG
     max_log_bytes_ = max_log_bytes;
     log_end_at_begin_ = transactions_.log()->end_lsn();
@@ -95,6 +109,7 @@ class OperationLog {
   }
   void note_dirty(PageId page, std::uint32_t offset, std::uint32_t length) {
     if (length == 0) return;
+    note_touched(page);
     if (!ranges_.empty()) {
       const Range& last = ranges_.back();
       if (last.page == page && last.offset == offset && last.length == length) return;
@@ -102,6 +117,31 @@ class OperationLog {
     ranges_.push_back({page, offset, length});
   }
   void keep(InnerGuard&& guard) { pinned_.push_back(std::move(guard)); }
+
+  // A change of one leaf entry (BTree::change_leaf): its undo (key, before-image) is taken
+  // from the page first; it is logged as the LeafChange itself unless the page already has
+  // byte ranges in this operation (their after-images, read at the end, would hold the change
+  // already) or changes in place (nvm-direct logs before-images of the bytes). Returns false
+  // when the caller must apply it through the logging guard (as byte ranges).
+  bool log_leaf_change(InnerGuard& guard, const LeafChange& change, const std::byte* key,
+                       const std::byte* bytes) {
+    if (undo_table_ != nullptr && !undo_captured_) capture_undo(guard, change, key);
+    const PageId page = guard.page_id();
+    if (kInPlace ||
+        std::any_of(ranges_.begin(), ranges_.end(), [&](const Range& r) { return r.page == page; }))
+      return false;
+    note_touched(page);
+    const std::size_t at = leaf_bytes_.size();
+    const std::uint64_t size = sizeof(change) + leaf_change_payload_size(change);
+    leaf_bytes_.resize(at + size);
+    std::memcpy(leaf_bytes_.data() + at, &change, sizeof(change));
+    std::memcpy(leaf_bytes_.data() + at + sizeof(change), key, change.key_size);
+    if (change.bytes_size > 0)
+      std::memcpy(leaf_bytes_.data() + at + sizeof(change) + change.key_size, bytes,
+                  change.bytes_size);
+    leaf_changes_.push_back({page, at, static_cast<std::uint32_t>(size)});
+    return true;
+  }
   void note_root_change() { root_may_change_ = true; }
   bool root_may_change() const { return root_may_change_; }
   void note_root(std::uint32_t table_id, PageId root) {
@@ -124,6 +164,7 @@ class OperationLog {
       pinned_.erase(pinned_.begin() + static_cast<std::ptrdiff_t>(i));
     }
     std::erase_if(ranges_, [&](const Range& r) { return r.page == page; });
+    std::erase_if(leaf_changes_, [&](const LeafEntry& e) { return e.page == page; });
     freed_.push_back(page);
     to_free_.push_back(std::move(guard));
   }
@@ -152,16 +193,26 @@ class OperationLog {
     }
   }
 
-  // 1. One record with every range's after-image (swizzled swips as page ids).
+  // 1. One record: the operation's undo if it has one, then each page's leaf changes and the
+  //    after-images of its ranges (swizzled swips as page ids). The undo becomes a step of
+  //    the transaction.
   // 2. nvm-direct: durable before the pages carry its LSN (write-ahead rule in place).
   // 3. Each page gets the LSN; the fixes are released.
   void end() {
     TransactionState& txn = *std::exchange(txn_, nullptr);
     transactions_.set_in_operation(false);
     build_payload();
-    if (payload_.empty() && !logged_before_images_) return reset();
-    const Lsn lsn =
-        transactions_.append_chained(txn, LogRecordType::kRedoOperation, {std::span(payload_)});
+    if (payload_.empty() && !logged_before_images_ && !undo_captured_) return reset();
+    Lsn lsn;
+    if (undo_captured_) {
+      assert(undo_txn_ == &txn);
+      lsn = transactions_.append_chained(txn, LogRecordType::kTupleOperation,
+                                         {std::span(undo_), std::span(payload_)});
+      transactions_.note_undo(txn, *undo_table_, lsn, undo_);
+      undo_captured_ = false;
+    } else {
+      lsn = transactions_.append_chained(txn, LogRecordType::kRedoOperation, {std::span(payload_)});
+    }
     assert(transactions_.log()->end_lsn() - log_end_at_begin_ <= max_log_bytes_);
     if (kInPlace || !to_free_.empty()) transactions_.log()->persist_up_to(lsn);
     for (InnerGuard& guard : pinned_)
@@ -170,8 +221,11 @@ class OperationLog {
     for (InnerGuard& guard : to_free_) inner_.free_page(std::move(guard));
     reset();
   }
-  // An operation that failed: nothing is logged (its undo record makes restart undo it).
+  // An operation that failed: nothing is logged. If its leaf change may have been made, the
+  // transaction keeps its undo (not logged yet: a checkpoint copies it), so its abort puts
+  // the entry back; apply_undo works whether or not the change was made.
   void abandon() {
+    if (undo_captured_) transactions_.note_undo(*undo_txn_, *undo_table_, kNoLsn, undo_);
     txn_ = nullptr;
     transactions_.set_in_operation(false);
     reset();
@@ -183,6 +237,45 @@ class OperationLog {
     std::uint32_t offset;
     std::uint32_t length;
   };
+  struct LeafEntry {
+    PageId page;
+    std::size_t at;  // in leaf_bytes_: LeafChange + key + bytes
+    std::uint32_t size;
+  };
+
+  void note_touched(PageId page) {
+    if (std::find(touched_.begin(), touched_.end(), page) == touched_.end())
+      touched_.push_back(page);
+  }
+
+  // The operation's undo, UndoLogical + key + before-image, read before the leaf changes.
+  void capture_undo(InnerGuard& guard, const LeafChange& change, const std::byte* key) {
+    const LeafGeometry leaf = LeafGeometry::of(change.key_size, change.value_size);
+    UndoOperation operation = UndoOperation::kInsert;
+    std::uint32_t before_offset = 0, before_size = 0;
+    if (change.kind == LeafChangeKind::kRemove) {
+      operation = UndoOperation::kRemove;
+      before_offset = leaf.value_offset(change.index);
+      before_size = change.value_size;
+    } else if (change.kind == LeafChangeKind::kUpdate) {
+      operation = UndoOperation::kUpdate;
+      before_offset = leaf.value_offset(change.index) + change.part_offset;
+      before_size = change.bytes_size;
+    }
+    const UndoLogical header{.table_id = undo_table_->table_id(),
+                             .operation = operation,
+                             .reserved = 0,
+                             .key_size = change.key_size,
+                             .before_size = before_size,
+                             .reserved2 = change.part_offset};
+    undo_.resize(sizeof(header) + change.key_size + before_size);
+    std::memcpy(undo_.data(), &header, sizeof(header));
+    std::memcpy(undo_.data() + sizeof(header), key, change.key_size);
+    if (before_size > 0)
+      std::memcpy(undo_.data() + sizeof(header) + change.key_size,
+                  guard.read(before_offset, before_size), before_size);
+    undo_captured_ = true;
+  }
 
   // One at a time, outside the vector: releasing may throw (a crash test's simulated fence).
   static void release_all(std::vector<InnerGuard>& guards) {
@@ -196,6 +289,11 @@ class OperationLog {
     release_all(pinned_);
     release_all(to_free_);
     ranges_.clear();
+    leaf_changes_.clear();
+    leaf_bytes_.clear();
+    touched_.clear();
+    undo_table_ = nullptr;
+    undo_captured_ = false;
     freed_.clear();
     imaged_whole_.clear();
     imaged_.clear();
@@ -226,26 +324,22 @@ class OperationLog {
     if (length > 0) std::memcpy(payload_.data() + at + sizeof(entry), bytes, length);
   }
 
-  // Page by page, in the order of their first change: the page's ranges merged where they
-  // overlap or nearly touch (the after-images are read now, so order does not matter), or the
-  // whole page when it needs a full image or the ranges would not be smaller.
+  // Page by page, in the order of their first change: the page's leaf changes (in order),
+  // then its ranges merged where they overlap or nearly touch (the after-images are read now,
+  // so order does not matter), or the whole page when the ranges would not be smaller. A page
+  // has leaf changes only before its first range (log_leaf_change), so replaying the changes
+  // and then writing the ranges gives the page as the operation left it.
   void build_payload() {
     payload_.clear();
     for (PageId page : freed_) add_entry(page, kRedoFreedEntry, 0, nullptr);
-    logged_pages_.clear();
-    for (const Range& first : ranges_) {
-      if (std::find(logged_pages_.begin(), logged_pages_.end(), first.page) != logged_pages_.end())
-        continue;
-      logged_pages_.push_back(first.page);
-      InnerGuard* guard = pinned_guard(first.page);
+    for (const PageId page : touched_) {
+      for (const LeafEntry& entry : leaf_changes_)
+        if (entry.page == page)
+          add_entry(page, kRedoLeafEntry, entry.size, leaf_bytes_.data() + entry.at);
+      InnerGuard* guard = pinned_guard(page);
       if (guard == nullptr) continue;  // freed
-      const std::uint64_t range_bytes = merge_ranges_of(first.page);
-      Lsn page_lsn;
-      std::memcpy(&page_lsn, guard->read(offsetof(PageHeader, lsn), sizeof(Lsn)), sizeof(Lsn));
-      // nvm-direct writes no page back, so it has no torn page to repair from an image.
-      const bool image =
-          !kInPlace && (page_lsn == kNoLsn || page_lsn < transactions_.checkpoint_lsn());
-      if (image || range_bytes >= kPageSize) {
+      if (!merge_ranges_of(page)) continue;
+      if (ranges_bytes_ >= kPageSize) {
         add_page_entry(*guard, 0, kPageSize, guard->whole_page());
         continue;
       }
@@ -255,11 +349,13 @@ class OperationLog {
     if (root_entry_) add_entry(root_page_, kRedoRootEntry, sizeof(root_table_), &root_table_);
   }
 
-  // page_ranges_ = the page's ranges by offset, merged; returns the bytes their entries take.
-  std::uint64_t merge_ranges_of(PageId page) {
+  // page_ranges_ = the page's ranges by offset, merged, and ranges_bytes_ the bytes their
+  // entries take; false when the page has none.
+  bool merge_ranges_of(PageId page) {
     page_ranges_.clear();
     for (const Range& range : ranges_)
       if (range.page == page) page_ranges_.push_back(range);
+    if (page_ranges_.empty()) return false;
     std::sort(page_ranges_.begin(), page_ranges_.end(),
               [](const Range& a, const Range& b) { return a.offset < b.offset; });
     std::size_t merged = 0;
@@ -274,9 +370,9 @@ class OperationLog {
       }
     }
     page_ranges_.resize(merged + 1);
-    std::uint64_t bytes = 0;
-    for (const Range& range : page_ranges_) bytes += sizeof(RedoPageBytes) + range.length;
-    return bytes;
+    ranges_bytes_ = 0;
+    for (const Range& range : page_ranges_) ranges_bytes_ += sizeof(RedoPageBytes) + range.length;
+    return true;
   }
 
   void add_page_entry(InnerGuard& guard, std::uint32_t offset, std::uint32_t length,
@@ -317,8 +413,15 @@ class OperationLog {
   std::vector<PageId> freed_;
   std::vector<PageId> imaged_whole_;
   std::vector<std::pair<PageId, std::uint64_t>> imaged_;  // nvm-direct: before-image bytes
-  std::vector<PageId> logged_pages_;
+  std::vector<LeafEntry> leaf_changes_;
+  std::vector<std::byte> leaf_bytes_;
+  std::vector<PageId> touched_;  // pages with ranges or leaf changes, by first change
   std::vector<Range> page_ranges_;
+  std::uint64_t ranges_bytes_ = 0;
+  UndoTarget* undo_table_ = nullptr;
+  TransactionState* undo_txn_ = nullptr;  // the operation's, until it ends or is abandoned
+  std::vector<std::byte> undo_;
+  bool undo_captured_ = false;
   std::vector<std::byte> payload_;
   std::unordered_map<const Swip*, TreeHeight> tree_heights_;
   std::uint64_t max_log_bytes_ = 0;
@@ -381,6 +484,14 @@ class LoggedAccess {
     std::byte* whole_page() {
       if (log_->active()) log_->before_image(inner_, 0, kPageSize);
       return inner_.whole_page();
+    }
+    // BTree::change_leaf: logged as the change itself where possible (OperationLog).
+    void change_leaf(const LeafChange& change, const std::byte* key, const std::byte* bytes) {
+      if (log_->active() && log_->log_leaf_change(inner_, change, key, bytes)) {
+        wrote_ = true;
+        return apply_leaf_change(inner_, change, key, bytes);
+      }
+      apply_leaf_change(*this, change, key, bytes);
     }
     void mark_dirty(std::uint32_t offset, std::uint32_t length) {
       if (log_->active()) {

@@ -12,7 +12,8 @@ struct RestartReport {
   double redo_seconds = 0;
   double undo_seconds = 0;  // losers' undo so far (deferred per table until it is opened)
   std::uint64_t log_bytes_scanned = 0;
-  std::uint64_t redo_operations = 0;  // kRedoOperation records replayed
+  std::uint64_t torn_pages_mended = 0;  // from the double-write area, before redo
+  std::uint64_t redo_operations = 0;    // kRedoOperation and kTupleOperation records replayed
   std::uint64_t redo_entries_applied = 0;
   std::uint64_t before_images_restored = 0;  // nvm-direct: an interrupted operation
   std::uint64_t losers = 0;

@@ -8,6 +8,7 @@
 
 #include "common/error.hpp"
 #include "engine/ssd_generation_witness.hpp"
+#include "tiers/double_write_area.hpp"
 
 namespace tristore {
 
@@ -79,6 +80,18 @@ std::string effective_ssd_path(const Config& config) {
 
 std::uint64_t nvm_log_bytes(std::uint64_t nvm_bytes) {
   return std::clamp<std::uint64_t>(nvm_bytes / 8 / 4096 * 4096, 64 * 1024, 128 * kMiB);
+}
+
+LogAreaParts split_log_area(std::span<std::byte> area, Architecture architecture) {
+  if (architecture == Architecture::kNvmDirect || architecture == Architecture::kMainMemory)
+    return {area, {}};
+  const std::uint64_t double_write_bytes = DoubleWriteArea::bytes_for(area.size());
+  if (double_write_bytes >= area.size())
+    fail(
+        "log area of {} bytes is too small: its double-write area alone takes {} bytes; give "
+        "NVM more room (the log area is an eighth of it)",
+        area.size(), double_write_bytes);
+  return {area.first(area.size() - double_write_bytes), area.last(double_write_bytes)};
 }
 
 bool creates_files(const Config& config) {

@@ -4,6 +4,7 @@
 // belong to the same database and architecture.
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "engine/config.hpp"
@@ -20,6 +21,14 @@ std::string effective_ssd_path(const Config& config);
 // (each writes every dirty page back, and the next change of each page logs its full image)
 // rare: with 16 MiB, TPC-C checkpointed every ~80 transactions.
 std::uint64_t nvm_log_bytes(std::uint64_t nvm_bytes);
+
+// An NVM file's log area: the log's records and, for the buffered architectures (which write
+// pages back in place), the double-write area after them (tiers/double_write_area.hpp).
+struct LogAreaParts {
+  std::span<std::byte> log;
+  std::span<std::byte> double_write;  // empty for nvm-direct
+};
+LogAreaParts split_log_area(std::span<std::byte> area, Architecture architecture);
 
 // Whether Database::open creates the architecture's files (true) or opens them (false), from
 // Config::open_mode and which of them exist. Touches no file. Error (one line) when the NVM and

@@ -63,7 +63,6 @@ TransactionManager::TransactionManager(LogManager* log, DurableStore* store)
   if (log_ == nullptr) return;
   // Ids of earlier runs stay below this run's: the epoch rises with every open.
   next_txn_ = (TxnId{log_->epoch()} << 32) + 1;
-  checkpoint_lsn_ = log_->checkpoint_lsn();
   log_->set_on_full([this] { on_log_full(); });
 }
 
@@ -171,6 +170,15 @@ void TransactionManager::log_undo(TransactionState& txn, UndoTarget& table,
   txn.undo.push_back({&table, lsn, lsn, offset, undo.size()});
 }
 
+void TransactionManager::note_undo(TransactionState& txn, UndoTarget& table, Lsn lsn,
+                                   std::span<const std::byte> undo) {
+  txn.undo_copy_bytes += undo_copy_bytes(undo.size());
+  live_undo_bytes_ += undo_copy_bytes(undo.size());
+  const std::size_t offset = txn.undo_bytes.size();
+  txn.undo_bytes.insert(txn.undo_bytes.end(), undo.begin(), undo.end());
+  txn.undo.push_back({&table, lsn, lsn, offset, undo.size()});
+}
+
 Lsn TransactionManager::append_chained(TransactionState& txn, LogRecordType type,
                                        std::initializer_list<std::span<const std::byte>> parts) {
   const Lsn lsn = log_->append(type, txn.id, txn.last_lsn, parts);
@@ -213,7 +221,6 @@ void TransactionManager::checkpoint() {
     // 4. Restart starts here from now on, and the log before keep_from is free: one header
     //    write, so a crash cannot leave the checkpoint named but the space still held.
     log_->complete_checkpoint(begin, keep_from);
-    checkpoint_lsn_ = begin;
     std::erase_if(checkpoint_begins_, [&](Lsn lsn) { return lsn < keep_from; });
     ++checkpoints_;
   } catch (...) {
@@ -355,9 +362,13 @@ void TransactionManager::analyse_and_redo(RestartReport& report) {
         std::memcpy(&e, record.payload.data(), sizeof(e));
         store_->trust_page(e.page_id);
       }
-      if (record.type == LogRecordType::kRedoOperation) {
+      if (record.type == LogRecordType::kRedoOperation ||
+          record.type == LogRecordType::kTupleOperation) {
         interrupted.clear();
-        for_each_redo_entry(record.payload, [&](const RedoPageBytes& e, auto) {
+        const std::span<const std::byte> entries = redo_entries(record.type, record.payload);
+        if (entries.empty() && record.type == LogRecordType::kTupleOperation)
+          fail("log corrupt: operation at LSN {} without its undo", record.lsn);
+        for_each_redo_entry(entries, [&](const RedoPageBytes& e, auto) {
           if (e.offset == kRedoFreedEntry) freed_at[e.page_id] = record.lsn;
           if (e.offset != kRedoRootEntry) store_->trust_page(e.page_id);
         });
@@ -381,17 +392,20 @@ void TransactionManager::analyse_and_redo(RestartReport& report) {
     LogCursor cursor = log_->read_from_checkpoint();
     while (std::optional<LogRecord> next = cursor.next()) {
       const LogRecord& record = *next;
-      if (record.type != LogRecordType::kRedoOperation) continue;
+      if (record.type != LogRecordType::kRedoOperation &&
+          record.type != LogRecordType::kTupleOperation)
+        continue;
       ++report.redo_operations;
-      for_each_redo_entry(record.payload, [&](const RedoPageBytes& e, auto bytes) {
-        if (e.offset == kRedoFreedEntry) return;
-        if (e.offset != kRedoRootEntry) {
-          auto freed = freed_at.find(e.page_id);
-          if (freed != freed_at.end() && freed->second > record.lsn) return;
-        }
-        store_->redo(record.lsn, e, bytes);
-        ++report.redo_entries_applied;
-      });
+      for_each_redo_entry(redo_entries(record.type, record.payload),
+                          [&](const RedoPageBytes& e, auto bytes) {
+                            if (e.offset == kRedoFreedEntry) return;
+                            if (e.offset != kRedoRootEntry) {
+                              auto freed = freed_at.find(e.page_id);
+                              if (freed != freed_at.end() && freed->second > record.lsn) return;
+                            }
+                            store_->redo(record.lsn, e, bytes);
+                            ++report.redo_entries_applied;
+                          });
     }
   }
   std::vector<std::byte> payload;
@@ -437,9 +451,12 @@ void TransactionManager::collect_loser_undo(TxnId txn, Lsn first, Lsn last) {
       std::memcpy(&clr, record.payload.data(), sizeof(clr));
       compensated.insert(clr.undone_lsn);
     } else if (record.type == LogRecordType::kUndoLogical ||
-               record.type == LogRecordType::kUndoCopy) {
+               record.type == LogRecordType::kUndoCopy ||
+               record.type == LogRecordType::kTupleOperation) {
       Lsn order = lsn;
-      std::span<const std::byte> undo_bytes = record.payload;
+      std::span<const std::byte> undo_bytes = record.type == LogRecordType::kTupleOperation
+                                                  ? undo_prefix(record.payload)
+                                                  : record.payload;
       if (record.type == LogRecordType::kUndoCopy) {
         if (undo_bytes.size() < sizeof(UndoCopy)) fail("log: corrupt undo copy at LSN {}", lsn);
         UndoCopy copy;

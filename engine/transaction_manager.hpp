@@ -71,11 +71,12 @@ class TransactionManager {
   }
   // Logs (and remembers in txn) a logical undo record, before the table changes.
   void log_undo(TransactionState& txn, UndoTarget& table, std::span<const std::byte> undo);
+  // Remembers in txn the undo (UndoLogical + key + before-image) that the record at lsn, a
+  // kTupleOperation, carries.
+  void note_undo(TransactionState& txn, UndoTarget& table, Lsn lsn,
+                 std::span<const std::byte> undo);
   Lsn append_chained(TransactionState& txn, LogRecordType type,
                      std::initializer_list<std::span<const std::byte>> parts);
-  // The checkpoint restart's redo starts from: a page last changed before it logs its full
-  // image on its next change.
-  Lsn checkpoint_lsn() const { return checkpoint_lsn_; }
   void checkpoint();
   bool in_operation() const { return in_operation_; }
   void set_in_operation(bool value) { in_operation_ = value; }
@@ -116,7 +117,6 @@ class TransactionManager {
   LogManager* log_;
   DurableStore* store_;
   TxnId next_txn_ = 1;
-  Lsn checkpoint_lsn_ = kNoLsn;
   bool in_operation_ = false;
   bool checkpointing_ = false;
   bool needs_restart_ = false;  // an abort failed (forget)

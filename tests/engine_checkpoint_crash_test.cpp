@@ -64,16 +64,15 @@ Config simulated_config(Architecture arch, const Files& files, bool create) {
   return config;
 }
 
-// Updates and removes keep 512-byte before-images live (about a third of the log in all);
+// Updates and removes keep 512-byte before-images live (about a fifth of the log in all);
 // the inserts between loaded keys make the log wrap so that checkpoints run inside.
 std::vector<Op> heavy_transaction(Architecture arch, std::uint64_t seed) {
-  return long_transaction(seed, 200, log_bytes(arch) / 6000);
+  return long_transaction(seed, log_bytes(arch) / 1000, log_bytes(arch) / 9000);
 }
 
 // Writes the crash images of a crashed database: image_seed 0 keeps only what was fenced
 // (NVM) and synced (SSD); others keep unfenced lines and unsynced writes at random.
-void write_images(Database& db, const Files& out,
-                  std::uint64_t image_seed) {
+void write_images(Database& db, const Files& out, std::uint64_t image_seed) {
   if (image_seed == 0)
     db.nvm_crash_simulator()->write_durable_image(out.nvm);
   else
@@ -91,9 +90,8 @@ struct OpTrace {
 
 // Loads, commits the marker, runs the long transaction; crash_at (fences into the
 // transaction, 0: none) cuts it and writes images into out. Returns the trace of a whole run.
-std::vector<OpTrace> run_long(Architecture arch, const Files& files,
-                              const std::vector<Op>& ops, std::uint64_t crash_at,
-                              const Files* out, std::uint64_t image_seed) {
+std::vector<OpTrace> run_long(Architecture arch, const Files& files, const std::vector<Op>& ops,
+                              std::uint64_t crash_at, const Files* out, std::uint64_t image_seed) {
   auto db = Database::open(simulated_config(arch, files, true));
   auto table = db->create_table<std::uint64_t, Row>("rows");
   load(table);
@@ -123,9 +121,8 @@ std::vector<OpTrace> run_long(Architecture arch, const Files& files,
 
 // Reopens files; crash_at (fences into opening the table, which undoes the loser, 0: none)
 // cuts restart and writes images into out. True if it crashed.
-bool reopen(Architecture arch, const Files& files, std::uint64_t crash_at,
-            const Files* out, std::uint64_t image_seed,
-            std::uint64_t* fences = nullptr) {
+bool reopen(Architecture arch, const Files& files, std::uint64_t crash_at, const Files* out,
+            std::uint64_t image_seed, std::uint64_t* fences = nullptr) {
   auto db = Database::open(simulated_config(arch, files, false));
   CrashSimulator* crash = db->nvm_crash_simulator();
   const std::uint64_t base = crash->fences();

@@ -128,7 +128,7 @@ TEST_F(LogManagerTest, PayloadPartsAreConcatenatedIntoOneRecord) {
   auto log = LogManager::create(*device_, area());
   const RedoPageBytes redo{42, 100, 5};
   const char bytes[5] = {'a', 'b', 'c', 'd', 'e'};
-  const Lsn lsn = log->append(LogRecordType::kRedoPageBytes, 7, kNoLsn,
+  const Lsn lsn = log->append(LogRecordType::kRedoOperation, 7, kNoLsn,
                               {bytes_of(redo), std::as_bytes(std::span(bytes))});
   auto cursor = log->read_from(lsn);
   const auto record = cursor.next();
@@ -206,7 +206,7 @@ TEST_F(LogManagerTest, OnFullCallbackRunsAndItsCheckpointMakesRoom) {
   const std::vector<std::byte> payload = random_payload(rng, 1000);
   Lsn last = kNoLsn;
   for (int i = 0; i < 100; ++i)
-    last = log->append(LogRecordType::kFullPageImage, 1, last, {payload});
+    last = log->append(LogRecordType::kRedoOperation, 1, last, {payload});
   EXPECT_GE(calls, 100 * 1048 / (16 << 10));
   auto cursor = log->read_from_checkpoint();
   auto first = cursor.next();
@@ -604,7 +604,7 @@ TEST_F(LogManagerTest, ConcurrentAppendsToAFullLogRunOneCheckpointAtATime) {
     threads.emplace_back([&, t] {
       try {
         for (std::uint64_t i = 0; i < kPerThread; ++i)
-          log->append(LogRecordType::kRedoPageBytes, t, kNoLsn, {payload});
+          log->append(LogRecordType::kRedoOperation, t, kNoLsn, {payload});
       } catch (const Error& e) {
         std::printf("append failed: %s\n", e.what());
         ++failures;

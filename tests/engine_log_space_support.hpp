@@ -1,7 +1,7 @@
 #pragma once
 // Shared by the log-space tests: databases with the smallest logs the engine accepts, a table
-// of 512-byte rows, and long transactions whose log records outgrow the log many times over
-// (inserts between loaded keys shift half a leaf each) while their live undo stays small.
+// of 512-byte rows, and long transactions whose log records outgrow the log (inserts between
+// loaded keys split leaves, which logs half a page each time) while their live undo stays small.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -583,34 +583,57 @@ void BufferManager::write_back_to_nvm(FrameHeader* frame) {
 bool BufferManager::persist_dirty_lines(FrameHeader* frame, std::span<const SwizzledSwip> swips,
                                         std::byte* scratch) {
   std::byte* slot = frame->nvm;
-  bool wrote = false;
-  auto write_lines = [&](const std::byte* from, std::size_t first_line, std::size_t lines) {
-    std::byte* to = slot + first_line * kCacheLineSize;
-    nvm_device_->write(to, from, lines * kCacheLineSize);
-    nvm_device_->flush(to, lines * kCacheLineSize);
-    wrote = true;
-  };
   // 1. The dirty lines (the whole page when it is dirty as a whole), swips as page ids.
+  std::uint32_t count = 0;
+  auto add_lines = [&](const std::byte* from, std::size_t first_line, std::size_t lines) {
+    for (std::size_t i = 0; i < lines; ++i, ++count) {
+      write_back_indices_[count] = static_cast<std::uint8_t>(first_line + i);
+      write_back_lines_[count] = from + i * kCacheLineSize;
+    }
+  };
   if (frame->is_mini()) {
     const MiniPage* mini = as_mini(frame);
     for (std::size_t i = 0; i < frame->mini_count; ++i)
       if (frame->mini_dirty & (1u << i))
-        write_lines(mini->data + i * kCacheLineSize, mini->slots[i], 1);
+        add_lines(mini->data + i * kCacheLineSize, mini->slots[i], 1);
   } else {
     const FullFrame* full = as_full(frame);
     if (full->dirty_all) {
       assert(full->resident_all);
-      write_lines(unswizzled_lines(full, 0, kLinesPerPage, swips, scratch), 0, kLinesPerPage);
+      add_lines(unswizzled_lines(full, 0, kLinesPerPage, swips, scratch), 0, kLinesPerPage);
     } else {
       full->dirty.for_each_run([&](std::size_t line, std::size_t lines) {
-        write_lines(unswizzled_lines(full, line, lines, swips, scratch), line, lines);
+        add_lines(unswizzled_lines(full, line, lines, swips, scratch), line, lines);
       });
     }
   }
-  // 2. Make them durable; the slot header records the LSN, that SSD is now behind, and the
+  const bool wrote = count > 0;
+  // 2. Staged first (a torn write in place is mended from there), at the LSN they carry.
+  if (wrote && options_.double_write != nullptr) {
+    Lsn lsn;
+    if (write_back_indices_[0] == 0)
+      std::memcpy(&lsn, write_back_lines_[0] + offsetof(PageHeader, lsn), sizeof(lsn));
+    else
+      lsn = page_lsn(slot);
+    options_.double_write->stage_nvm_lines(nvm_->slot_of(slot), frame->page_id, lsn,
+                                           {write_back_indices_.data(), count},
+                                           {write_back_lines_.data(), count});
+  }
+  // 3. In place, runs of adjacent lines at once.
+  for (std::uint32_t i = 0; i < count;) {
+    std::uint32_t run = 1;
+    while (i + run < count && write_back_indices_[i + run] == write_back_indices_[i] + run &&
+           write_back_lines_[i + run] == write_back_lines_[i] + run * kCacheLineSize)
+      ++run;
+    std::byte* to = slot + std::size_t{write_back_indices_[i]} * kCacheLineSize;
+    nvm_device_->write(to, write_back_lines_[i], run * kCacheLineSize);
+    nvm_device_->flush(to, run * kCacheLineSize);
+    i += run;
+  }
+  // 4. Make them durable; the slot header records the LSN, that SSD is now behind, and the
   //    page's checksum when DRAM holds the whole page (else none: seal_pages gives one at the
-  //    next checkpoint). A crash before the header leaves the old checksum over new lines:
-  //    restart trusts such a page, as the log names it (trust_nvm_copy).
+  //    next checkpoint). A crash before the header leaves the old checksum over new lines, but
+  //    also the staged copy, from which restart mends the page and its header.
   if (wrote) {
     nvm_device_->fence();
     const SlotId slot_id = nvm_->slot_of(slot);
@@ -629,6 +652,8 @@ bool BufferManager::persist_dirty_lines(FrameHeader* frame, std::span<const Swiz
         checksum_changed)
       nvm_->write_header(slot_id, frame->page_id, lsn_matters ? lsn : header.lsn, behind_ssd,
                          checksum);
+    // 5. Lines and header durable: the staged copy may go.
+    if (options_.double_write != nullptr) options_.double_write->nvm_lines_written();
   }
   return wrote;
 }
@@ -678,8 +703,19 @@ void BufferManager::evict_unbacked(FullFrame* frame) {
     ++counters_.nvm_admissions_denied;
     admission_set_.insert(page_id);
   }
-  if (frame->dirty_all) ssd_->write(page_id, frame->data);
+  if (frame->dirty_all) write_to_ssd(page_id, frame->data);
   page_table_.erase(page_id);
+}
+
+void BufferManager::write_to_ssd(PageId page_id, const std::byte* page) {
+  if (options_.double_write != nullptr)
+    options_.double_write->stage_ssd_page(page_id, page_lsn(page), page);
+  ssd_->write(page_id, page);
+}
+
+void BufferManager::sync_ssd() {
+  ssd_->sync();
+  if (options_.double_write != nullptr) options_.double_write->ssd_synced();
 }
 
 bool BufferManager::should_admit(PageId page_id) {
@@ -742,7 +778,7 @@ std::size_t BufferManager::evict_nvm_pages(std::size_t count) {
     ssd_->write(header.page_id, nvm_->slot(slot_id));
     wrote = true;
   }
-  if (wrote) ssd_->sync();
+  if (wrote) sync_ssd();
   // 3. Only now the slots go (their headers persisted free, one fence for all).
   for (const SlotId slot_id : victims) page_table_.erase(nvm_->header(slot_id).page_id);
   nvm_->free_slots(victims);
@@ -765,7 +801,7 @@ void BufferManager::flush_all() {
   }
   assert(pool_.frames_in_use() == 0);
   // 2. Make SSD writes and allocations durable; checksums for the pages written line by line.
-  if (ssd_ != nullptr) ssd_->sync();
+  if (ssd_ != nullptr) sync_ssd();
   if (nvm_ != nullptr) nvm_->seal_pages();
 }
 
@@ -813,22 +849,16 @@ void BufferManager::write_back_all() {
       persist_dirty_lines(frame, swips_of(full), scratch.data());
     } else {
       assert(full->resident_all && full->dirty_all && ssd_ != nullptr);
-      ssd_->write(frame->page_id,
-                  unswizzled_lines(full, 0, kLinesPerPage, swips_of(full), scratch.data()));
+      write_to_ssd(frame->page_id,
+                   unswizzled_lines(full, 0, kLinesPerPage, swips_of(full), scratch.data()));
     }
     full->dirty_all = false;
     full->dirty.clear_all();
   });
   // 3. One SSD sync for the page writes (also making allocations and frees durable), then
   //    checksums for the NVM pages written line by line since the last checkpoint.
-  if (ssd_ != nullptr) ssd_->sync();
+  if (ssd_ != nullptr) sync_ssd();
   if (nvm_ != nullptr) nvm_->seal_pages();
-}
-
-void BufferManager::trust_nvm_copy(PageId page_id) {
-  void** entry = page_table_.find(page_id);
-  if (entry != nullptr && nvm_ != nullptr && nvm_->in_slot_area(*entry))
-    nvm_->mark_content_checked(nvm_->slot_of(*entry));
 }
 
 Counters BufferManager::counters() const {

@@ -27,6 +27,7 @@
 //
 // Single-threaded today. Every frame carries a version-latch word and no frame pointer
 // outlives the Guard it came from, so optimistic latching can come without a redesign.
+#include <array>
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
@@ -41,6 +42,7 @@
 #include "nvm/nvm_tier.hpp"
 #include "ssd/ssd_page_file.hpp"
 #include "tiers/admission_set.hpp"
+#include "tiers/double_write_area.hpp"
 #include "tiers/frame.hpp"
 #include "tiers/frame_pool.hpp"
 #include "tiers/page_id_map.hpp"
@@ -66,6 +68,10 @@ struct BufferManagerOptions {
   // come before their slots are freed. The freed slots are kept for the next pages the
   // admission set admits. 0: min(32, slots / 8), at least 1.
   std::uint32_t nvm_eviction_batch = 0;
+  // Where pages are staged before they are written in place (NVM lines to their slot, pages
+  // to SSD), so that a torn write can be mended at restart. Null: no staging (tests of the
+  // tiers alone; a database always has one).
+  DoubleWriteArea* double_write = nullptr;
 };
 
 // Admission detail beyond common/counters.hpp, to measure the free-slot policy.
@@ -106,10 +112,6 @@ class BufferManager {
   // claiming its SSD page id. Only while no other guard refers to the page.
   Guard fix_page(PageId page_id);
   Guard install_page(PageId page_id, const std::byte* image);
-  // Restart: the log names this page from the checkpoint on, so its NVM copy may have been
-  // written after its checksum was (a crash between the two); redo rewrites it, so it is not
-  // checked against that checksum.
-  void trust_nvm_copy(PageId page_id);
 
   // Writes every DRAM page down (children before parents) and syncs the SSD file, so a
   // BufferManager opened later over the same files finds every page. No guard may be held.
@@ -185,6 +187,9 @@ class BufferManager {
                            std::byte* scratch);
   void write_back_to_nvm(FrameHeader* frame);
   void evict_unbacked(FullFrame* frame);
+  // A whole page to SSD, staged first; and the SSD sync that lets the staged copies go.
+  void write_to_ssd(PageId page_id, const std::byte* page);
+  void sync_ssd();
   bool should_admit(PageId page_id);
   std::optional<SlotId> take_nvm_slot();
   Swip* owning_swip(FrameHeader* frame) const;
@@ -203,6 +208,9 @@ class BufferManager {
   std::vector<std::uint8_t> nvm_referenced_;  // NVM clock's second-chance bits, per slot
   std::size_t dram_hand_ = 0;
   SlotId nvm_hand_ = 0;
+  // persist_dirty_lines: the lines of one write-back, their indices and where they come from.
+  std::array<std::uint8_t, kLinesPerPage> write_back_indices_{};
+  std::array<const std::byte*, kLinesPerPage> write_back_lines_{};
   SlotId loading_slot_ = ~SlotId{0};  // the slot being loaded into DRAM: not an NVM victim
   std::size_t nvm_eviction_batch_ = 0;
   std::size_t nvm_reserved_slots_ = 0;  // free slots an eviction round left for admissions

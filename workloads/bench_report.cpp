@@ -30,7 +30,8 @@ nlohmann::json derived_json(const PhaseResult& phase) {
   };
   return {{"log_bytes_per_op", per_op(c.log_bytes_written)},
           {"log_records_per_op", per_op(c.log_records)},
-          {"nvm_data_lines_written", c.nvm_lines_written - c.nvm_log_lines_written}};
+          {"nvm_data_lines_written",
+           c.nvm_lines_written - c.nvm_log_lines_written - c.nvm_double_write_lines_written}};
 }
 
 nlohmann::json phase_json(const PhaseResult& phase) {

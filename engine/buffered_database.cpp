@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <vector>
 
 #include "common/error.hpp"
 #include "common/page_format.hpp"
@@ -96,10 +97,17 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
 
   // A record's entries for one page are replayed together, all or none: only onto a page
   // older than the record (its LSN says so; DoubleWriteArea::restore mended a torn write
-  // first), where a leaf change's slot index is still right. A whole page (a new one) is
-  // installed wherever the page is, torn or missing.
+  // first), where a leaf change's slot index is still right. A whole page, or a new one
+  // (zeroed, its ranges follow), is installed wherever the page is, torn or missing.
   void redo(Lsn lsn, const RedoPageBytes& entry, std::span<const std::byte> bytes) override {
     if (entry.offset == kRedoRootEntry) return redo_root(bytes, entry.page_id);
+    if (entry.offset == kRedoNewPageEntry) {
+      std::vector<std::byte> zeroed(kPageSize);
+      PageHeader header{};
+      header.page_id = entry.page_id;
+      std::memcpy(zeroed.data(), &header, sizeof(header));
+      return redo(lsn, {entry.page_id, 0, kPageSize}, zeroed);
+    }
     if (entry.offset != kRedoLeafEntry && entry.length == kPageSize) {
       BufferManager::Guard page = manager_->install_page(entry.page_id, bytes.data());
       std::memcpy(page.write(offsetof(PageHeader, lsn), sizeof(Lsn)), &lsn, sizeof(lsn));

@@ -94,6 +94,8 @@ inline constexpr std::uint32_t kRedoRootEntry = 0xFFFFFFFF;   // page_id: new ro
 inline constexpr std::uint32_t kRedoFreedEntry = 0xFFFFFFFE;  // page_id was freed; no bytes
 // page_id's leaf changed one entry: a LeafChange (btree/leaf_change.hpp) and its bytes follow.
 inline constexpr std::uint32_t kRedoLeafEntry = 0xFFFFFFFD;
+// page_id is new: a zeroed page carrying its id; the ranges written to it follow. No bytes.
+inline constexpr std::uint32_t kRedoNewPageEntry = 0xFFFFFFFC;
 struct CheckpointEnd {
   Lsn begin_lsn;
   std::uint64_t active_count;  // ActiveTransaction entries that follow

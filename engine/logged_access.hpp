@@ -149,7 +149,13 @@ class OperationLog {
     root_table_ = table_id;
     root_page_ = root;
   }
-  void note_new_page(PageId page) { imaged_whole_.push_back(page); }
+  // A page allocated in this operation: logged as new (zeroed) plus the ranges written to it,
+  // not whole; nvm-direct logs no before-image of it.
+  void note_new_page(PageId page) {
+    new_pages_.push_back(page);
+    note_touched(page);
+    if constexpr (kInPlace) imaged_whole_.push_back(page);
+  }
 
   // A page the operation frees: its other fixes go, its ranges are not logged, and it is
   // freed only once the operation's record is durable (a crash before must find it intact).
@@ -165,6 +171,7 @@ class OperationLog {
     }
     std::erase_if(ranges_, [&](const Range& r) { return r.page == page; });
     std::erase_if(leaf_changes_, [&](const LeafEntry& e) { return e.page == page; });
+    std::erase(new_pages_, page);
     freed_.push_back(page);
     to_free_.push_back(std::move(guard));
   }
@@ -291,6 +298,7 @@ class OperationLog {
     ranges_.clear();
     leaf_changes_.clear();
     leaf_bytes_.clear();
+    new_pages_.clear();
     touched_.clear();
     undo_table_ = nullptr;
     undo_captured_ = false;
@@ -333,6 +341,8 @@ class OperationLog {
     payload_.clear();
     for (PageId page : freed_) add_entry(page, kRedoFreedEntry, 0, nullptr);
     for (const PageId page : touched_) {
+      if (std::find(new_pages_.begin(), new_pages_.end(), page) != new_pages_.end())
+        add_entry(page, kRedoNewPageEntry, 0, nullptr);
       for (const LeafEntry& entry : leaf_changes_)
         if (entry.page == page)
           add_entry(page, kRedoLeafEntry, entry.size, leaf_bytes_.data() + entry.at);
@@ -416,6 +426,7 @@ class OperationLog {
   std::vector<LeafEntry> leaf_changes_;
   std::vector<std::byte> leaf_bytes_;
   std::vector<PageId> touched_;  // pages with ranges or leaf changes, by first change
+  std::vector<PageId> new_pages_;
   std::vector<Range> page_ranges_;
   std::uint64_t ranges_bytes_ = 0;
   UndoTarget* undo_table_ = nullptr;
@@ -524,7 +535,6 @@ class LoggedAccess {
     Guard guard(inner_.allocate_page(), &log_);
     if (log_.active()) {
       log_.note_new_page(guard.page_id());
-      log_.note_dirty(guard.page_id(), 0, kPageSize);
       guard.wrote_ = true;
     }
     return guard;

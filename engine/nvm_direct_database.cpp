@@ -76,6 +76,12 @@ class NvmDirectDatabase final : public DatabaseOver<NvmDirectAccess> {
   // skipped: it was freed later.
   void redo(Lsn lsn, const RedoPageBytes& entry, std::span<const std::byte> bytes) override {
     if (entry.offset == kRedoRootEntry) return redo_root(bytes, entry.page_id);
+    if (entry.offset == kRedoNewPageEntry) {
+      // A new page: zeroed after its header; the ranges written to it follow.
+      static constexpr std::byte kZeros[kPageSize] = {};
+      return redo(lsn, {entry.page_id, kPageHeaderSize, kPageSize - kPageHeaderSize},
+                  {kZeros, kPageSize - kPageHeaderSize});
+    }
     std::byte* page = slot_of(entry, lsn);
     if (page == nullptr) return;
     Lsn page_lsn;

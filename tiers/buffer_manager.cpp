@@ -686,15 +686,8 @@ void BufferManager::evict_unbacked(FullFrame* frame) {
   const PageId page_id = frame->header.page_id;
   // Transition 4: admitted to NVM, the whole page (it was never NVM-backed).
   if (nvm_ != nullptr && should_admit(page_id)) {
-    if (const std::optional<SlotId> slot_id = take_nvm_slot()) {
-      std::byte* slot = nvm_->slot(*slot_id);
-      nvm_device_->write(slot, frame->data, kPageSize);
-      nvm_device_->persist(slot, kPageSize);
-      nvm_->write_header(*slot_id, page_id, page_lsn(frame->data), frame->dirty_all,
-                         nvm_page_checksum(frame->data));
-      nvm_referenced_[*slot_id] = 1;
+    if (std::byte* slot = admit_to_nvm(page_id, frame->data, frame->dirty_all)) {
       page_table_.insert_or_assign(page_id, slot);
-      ++counters_.nvm_admissions;
       return;
     }
   }
@@ -705,6 +698,19 @@ void BufferManager::evict_unbacked(FullFrame* frame) {
   }
   if (frame->dirty_all) write_to_ssd(page_id, frame->data);
   page_table_.erase(page_id);
+}
+
+std::byte* BufferManager::admit_to_nvm(PageId page_id, const std::byte* page, bool dirty_vs_ssd) {
+  // A free slot is written whole, then its header: no staging, as nothing there is in use.
+  const std::optional<SlotId> slot_id = take_nvm_slot();
+  if (!slot_id) return nullptr;
+  std::byte* slot = nvm_->slot(*slot_id);
+  nvm_device_->write(slot, page, kPageSize);
+  nvm_device_->persist(slot, kPageSize);
+  nvm_->write_header(*slot_id, page_id, page_lsn(page), dirty_vs_ssd, nvm_page_checksum(page));
+  nvm_referenced_[*slot_id] = 1;
+  ++counters_.nvm_admissions;
+  return slot;
 }
 
 void BufferManager::write_to_ssd(PageId page_id, const std::byte* page) {
@@ -848,9 +854,20 @@ void BufferManager::write_back_all() {
     if (frame->nvm != nullptr) {
       persist_dirty_lines(frame, swips_of(full), scratch.data());
     } else {
+      // A page that never was in NVM goes to a free NVM slot while the free-slot policy
+      // admits there (it stays in DRAM, now backed by its slot: later checkpoints write its
+      // dirty lines only; no NVM page is evicted for it), else whole to SSD.
       assert(full->resident_all && full->dirty_all && ssd_ != nullptr);
-      write_to_ssd(frame->page_id,
-                   unswizzled_lines(full, 0, kLinesPerPage, swips_of(full), scratch.data()));
+      const std::byte* page =
+          unswizzled_lines(full, 0, kLinesPerPage, swips_of(full), scratch.data());
+      std::byte* slot = nullptr;
+      if (nvm_ != nullptr && options_.admit_while_nvm_has_free_slots &&
+          nvm_->slots_in_use() + nvm_reserved_slots_ < nvm_->slot_count())
+        slot = admit_to_nvm(frame->page_id, page, true);
+      if (slot != nullptr)
+        frame->nvm = slot;
+      else
+        write_to_ssd(frame->page_id, page);
     }
     full->dirty_all = false;
     full->dirty.clear_all();

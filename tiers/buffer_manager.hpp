@@ -187,6 +187,8 @@ class BufferManager {
                            std::byte* scratch);
   void write_back_to_nvm(FrameHeader* frame);
   void evict_unbacked(FullFrame* frame);
+  // A page never NVM-backed into a free NVM slot (its header last); null if none is free.
+  std::byte* admit_to_nvm(PageId page_id, const std::byte* page, bool dirty_vs_ssd);
   // A whole page to SSD, staged first; and the SSD sync that lets the staged copies go.
   void write_to_ssd(PageId page_id, const std::byte* page);
   void sync_ssd();

@@ -108,7 +108,7 @@ class BTree {
     if (length > 0)
       change_leaf(leaf,
                   {.kind = LeafChangeKind::kUpdate,
-                   .reserved = 0,
+                   .flags = 0,
                    .index = static_cast<std::uint16_t>(at.index),
                    .key_size = sizeof(K),
                    .part_offset = static_cast<std::uint16_t>(offset),
@@ -346,7 +346,7 @@ class BTree {
   }
   static LeafChange entry_change(LeafChangeKind kind, std::uint32_t i) {
     return {.kind = kind,
-            .reserved = 0,
+            .flags = 0,
             .index = static_cast<std::uint16_t>(i),
             .key_size = sizeof(K),
             .part_offset = 0,

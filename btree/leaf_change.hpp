@@ -20,7 +20,7 @@ enum class LeafChangeKind : std::uint8_t { kInsert = 1, kRemove, kUpdate };
 // value; update: value bytes [part_offset, part_offset + bytes_size); remove: none).
 struct LeafChange {
   LeafChangeKind kind;
-  std::uint8_t reserved;
+  std::uint8_t flags;  // kLeafKeyElsewhere
   std::uint16_t index;
   std::uint16_t key_size;
   std::uint16_t part_offset;
@@ -28,6 +28,9 @@ struct LeafChange {
   std::uint32_t bytes_size;
 };
 static_assert(sizeof(LeafChange) == 16);
+// The log left the key out (its record holds it once, for the undo); whoever replays the
+// change puts it back first.
+inline constexpr std::uint8_t kLeafKeyElsewhere = 1;
 
 // A leaf's geometry from its key and value sizes (LeafLayout<K, V> at run time).
 struct LeafGeometry {
@@ -116,7 +119,8 @@ void apply_leaf_change(Page& page, const LeafChange& change, const std::byte* ke
 
 // The bytes that follow a LeafChange in the log.
 inline std::uint64_t leaf_change_payload_size(const LeafChange& change) {
-  return std::uint64_t{change.key_size} + change.bytes_size;
+  return ((change.flags & kLeafKeyElsewhere) != 0 ? 0 : std::uint64_t{change.key_size}) +
+         change.bytes_size;
 }
 
 }  // namespace tristore

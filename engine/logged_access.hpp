@@ -125,20 +125,25 @@ class OperationLog {
   // when the caller must apply it through the logging guard (as byte ranges).
   bool log_leaf_change(InnerGuard& guard, const LeafChange& change, const std::byte* key,
                        const std::byte* bytes) {
-    if (undo_table_ != nullptr && !undo_captured_) capture_undo(guard, change, key);
+    // The operation's own change: its key is in the record's undo, not repeated.
+    LeafChange logged = change;
+    if (undo_table_ != nullptr && !undo_captured_) {
+      capture_undo(guard, change, key);
+      logged.flags |= kLeafKeyElsewhere;
+    }
     const PageId page = guard.page_id();
     if (kInPlace ||
         std::any_of(ranges_.begin(), ranges_.end(), [&](const Range& r) { return r.page == page; }))
       return false;
     note_touched(page);
     const std::size_t at = leaf_bytes_.size();
-    const std::uint64_t size = sizeof(change) + leaf_change_payload_size(change);
+    const std::uint64_t key_bytes = leaf_change_payload_size(logged) - change.bytes_size;
+    const std::uint64_t size = sizeof(logged) + leaf_change_payload_size(logged);
     leaf_bytes_.resize(at + size);
-    std::memcpy(leaf_bytes_.data() + at, &change, sizeof(change));
-    std::memcpy(leaf_bytes_.data() + at + sizeof(change), key, change.key_size);
+    std::memcpy(leaf_bytes_.data() + at, &logged, sizeof(logged));
+    std::memcpy(leaf_bytes_.data() + at + sizeof(logged), key, key_bytes);
     if (change.bytes_size > 0)
-      std::memcpy(leaf_bytes_.data() + at + sizeof(change) + change.key_size, bytes,
-                  change.bytes_size);
+      std::memcpy(leaf_bytes_.data() + at + sizeof(logged) + key_bytes, bytes, change.bytes_size);
     leaf_changes_.push_back({page, at, static_cast<std::uint32_t>(size)});
     return true;
   }

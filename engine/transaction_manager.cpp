@@ -6,6 +6,7 @@
 #include <optional>
 #include <unordered_set>
 
+#include "btree/leaf_change.hpp"
 #include "common/error.hpp"
 
 namespace tristore {
@@ -28,6 +29,30 @@ void for_each_redo_entry(std::span<const std::byte> payload, Visit&& visit) {
     visit(entry, payload.subspan(at, entry.length));
     at += entry.length;
   }
+}
+
+// A leaf change whose key the log left out (kLeafKeyElsewhere), with the key of the record's
+// undo put back, in scratch; any other entry as it is.
+std::span<const std::byte> with_undo_key(const LogRecord& record, std::span<const std::byte> bytes,
+                                         std::vector<std::byte>& scratch) {
+  LeafChange change;
+  if (bytes.size() < sizeof(change)) return bytes;  // the store reports it corrupt
+  std::memcpy(&change, bytes.data(), sizeof(change));
+  if ((change.flags & kLeafKeyElsewhere) == 0) return bytes;
+  const std::span<const std::byte> undo = undo_prefix(record.payload);
+  UndoLogical header;
+  if (record.type != LogRecordType::kTupleOperation || undo.size() < sizeof(header))
+    fail("log corrupt: a leaf change at LSN {} without the undo that holds its key", record.lsn);
+  std::memcpy(&header, undo.data(), sizeof(header));
+  if (header.key_size != change.key_size)
+    fail("log corrupt: the leaf change at LSN {} and its undo disagree on the key", record.lsn);
+  change.flags &= static_cast<std::uint8_t>(~kLeafKeyElsewhere);
+  scratch.resize(bytes.size() + change.key_size);
+  std::memcpy(scratch.data(), &change, sizeof(change));
+  std::memcpy(scratch.data() + sizeof(change), undo.data() + sizeof(header), change.key_size);
+  std::memcpy(scratch.data() + sizeof(change) + change.key_size, bytes.data() + sizeof(change),
+              bytes.size() - sizeof(change));
+  return scratch;
 }
 
 }  // namespace
@@ -389,6 +414,7 @@ void TransactionManager::analyse_and_redo(RestartReport& report) {
   //    interrupted nvm-direct operation had begun to change.
   start = std::chrono::steady_clock::now();
   {
+    std::vector<std::byte> leaf_scratch;
     LogCursor cursor = log_->read_from_checkpoint();
     while (std::optional<LogRecord> next = cursor.next()) {
       const LogRecord& record = *next;
@@ -397,8 +423,10 @@ void TransactionManager::analyse_and_redo(RestartReport& report) {
         continue;
       ++report.redo_operations;
       for_each_redo_entry(redo_entries(record.type, record.payload),
-                          [&](const RedoPageBytes& e, auto bytes) {
+                          [&](const RedoPageBytes& e, std::span<const std::byte> bytes) {
                             if (e.offset == kRedoFreedEntry) return;
+                            if (e.offset == kRedoLeafEntry)
+                              bytes = with_undo_key(record, bytes, leaf_scratch);
                             if (e.offset != kRedoRootEntry) {
                               auto freed = freed_at.find(e.page_id);
                               if (freed != freed_at.end() && freed->second > record.lsn) return;

@@ -17,7 +17,9 @@ inline constexpr std::uint64_t kNvmMagic = 0x314d564e45525453ull;  // "STRENVM1"
 // 2: two-version slot header lines (version 1 rewrote one version in place; it could tear).
 // 3: the superblock names the architecture that formatted the file; slot headers carry a page
 //    checksum and mirror each update into both versions.
-inline constexpr std::uint32_t kNvmFormatVersion = 3;
+// 4: page checksums XOR per-line crc32c (nvm/nvm_page_checksum.hpp); the log area ends in the
+//    double-write area of the buffered architectures.
+inline constexpr std::uint32_t kNvmFormatVersion = 4;
 inline constexpr std::uint64_t kNvmSuperblockBytes = 4096;
 inline constexpr std::uint64_t kNvmMetadataOffset = 2048;
 inline constexpr std::uint64_t kNvmMetadataBytes = 2048;

@@ -29,7 +29,7 @@ using SlotId = std::uint32_t;
 // (the NVM clock) never touch NVM or recompute checksums.
 struct NvmSlotHeader {
   static constexpr std::uint32_t kDirtyVsSsd = 1;  // the slot holds changes not yet on SSD
-  // page_checksum is the crc32c of the slot's 16 KiB as they are on NVM (nvm/nvm_page_checksum.hpp)
+  // page_checksum is nvm_page_checksum of the slot's 16 KiB as they are on NVM
   static constexpr std::uint32_t kPageChecksumValid = 2;
 
   PageId page_id = kInvalidPageId;  // kInvalidPageId = free slot

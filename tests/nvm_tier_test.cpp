@@ -365,20 +365,21 @@ TEST_F(NvmTierTest, OpeningAnUnsupportedVersionIsAnError) {
 }
 
 TEST_F(NvmTierTest, OpeningAFileOfAnOlderFormatIsAnErrorNamingTheVersion) {
-  // 1: one header version per line, rewritten in place; 2: no architecture in the superblock.
-  for (std::uint32_t old_version : {1u, 2u}) {
+  // 1: one header version per line, rewritten in place; 2: no architecture in the superblock;
+  // 3: page checksums over the page as a whole.
+  for (std::uint32_t old_version : {1u, 2u, 3u}) {
     NvmTier::create(options());
     NvmSuperblock superblock{};
     {
       std::ifstream file(path_, std::ios::binary);
       file.read(reinterpret_cast<char*>(&superblock), sizeof(superblock));
     }
-    ASSERT_EQ(superblock.format_version, 3u);
+    ASSERT_EQ(superblock.format_version, 4u);
     superblock.format_version = old_version;
     superblock.checksum = superblock.compute_checksum();
     patch_file(0, &superblock, sizeof(superblock));
     expect_open_error(
-        fmt::format("NVM format version {} is not supported (expected 3)", old_version));
+        fmt::format("NVM format version {} is not supported (expected 4)", old_version));
   }
 }
 

@@ -619,7 +619,27 @@ bool BufferManager::persist_dirty_lines(FrameHeader* frame, std::span<const Swiz
                                            {write_back_indices_.data(), count},
                                            {write_back_lines_.data(), count});
   }
-  // 3. In place, runs of adjacent lines at once.
+  // 3. The page's checksum after the write: from DRAM when it holds the whole page, else
+  //    updated from the old content of the lines written (read from NVM now), if the slot
+  //    had one; else none (seal_pages gives one at the next checkpoint).
+  std::optional<std::uint32_t> new_checksum;
+  if (wrote) {
+    const NvmSlotHeader& header = nvm_->header(nvm_->slot_of(slot));
+    if (!frame->is_mini() && as_full(frame)->resident_all) {
+      new_checksum =
+          nvm_page_checksum(unswizzled_lines(as_full(frame), 0, kLinesPerPage, swips, scratch));
+    } else if (header.has_page_checksum()) {
+      std::uint32_t checksum = header.page_checksum;
+      std::byte old_line[kCacheLineSize];
+      for (std::uint32_t i = 0; i < count; ++i) {
+        const std::size_t line = write_back_indices_[i];
+        nvm_device_->read(old_line, slot + line * kCacheLineSize, kCacheLineSize);
+        checksum = nvm_page_checksum_update(checksum, line, old_line, write_back_lines_[i]);
+      }
+      new_checksum = checksum;
+    }
+  }
+  // 4. In place, runs of adjacent lines at once.
   for (std::uint32_t i = 0; i < count;) {
     std::uint32_t run = 1;
     while (i + run < count && write_back_indices_[i + run] == write_back_indices_[i] + run &&
@@ -630,20 +650,16 @@ bool BufferManager::persist_dirty_lines(FrameHeader* frame, std::span<const Swiz
     nvm_device_->flush(to, run * kCacheLineSize);
     i += run;
   }
-  // 4. Make them durable; the slot header records the LSN, that SSD is now behind, and the
-  //    page's checksum when DRAM holds the whole page (else none: seal_pages gives one at the
-  //    next checkpoint). A crash before the header leaves the old checksum over new lines, but
-  //    also the staged copy, from which restart mends the page and its header.
+  // 5. Make them durable; the slot header records the LSN, that SSD is now behind, and the
+  //    checksum. A crash before the header leaves the old checksum over new lines, but also
+  //    the staged copy, from which restart mends the page and its header.
   if (wrote) {
     nvm_device_->fence();
     const SlotId slot_id = nvm_->slot_of(slot);
     const NvmSlotHeader& header = nvm_->header(slot_id);
     const Lsn lsn = page_lsn(slot);
     const bool behind_ssd = ssd_ != nullptr;
-    std::optional<std::uint32_t> checksum;
-    if (!frame->is_mini() && as_full(frame)->resident_all)
-      checksum =
-          nvm_page_checksum(unswizzled_lines(as_full(frame), 0, kLinesPerPage, swips, scratch));
+    std::optional<std::uint32_t> checksum = new_checksum;
     // basic-nvm: a page never leaves its slot, so its header keeps the LSN of its allocation.
     const bool lsn_matters = ssd_ != nullptr;
     const bool checksum_changed = header.has_page_checksum() != checksum.has_value() ||
@@ -652,7 +668,7 @@ bool BufferManager::persist_dirty_lines(FrameHeader* frame, std::span<const Swiz
         checksum_changed)
       nvm_->write_header(slot_id, frame->page_id, lsn_matters ? lsn : header.lsn, behind_ssd,
                          checksum);
-    // 5. Lines and header durable: the staged copy may go.
+    // 6. Lines and header durable: the staged copy may go.
     if (options_.double_write != nullptr) options_.double_write->nvm_lines_written();
   }
   return wrote;

@@ -58,6 +58,10 @@ struct Config {
   bool ssd_crash_simulation = false;     // tests: Database::ssd_crash_simulator(), frozen
                                          // when the NVM crash simulator's armed fence fires
   OpenMode open_mode = OpenMode::kOpenOrCreate;
+  // A checkpoint runs once this many log bytes were appended since the last one, so that
+  // restart replays at most about this much (and the log never runs full first). 0: a quarter
+  // of the log's capacity. Durable architectures only.
+  std::uint64_t checkpoint_interval_bytes = 0;
 };
 
 }  // namespace tristore

@@ -31,7 +31,9 @@ class DatabaseOver : public Database, protected DurableStore {
         access_(access),
         catalog_(std::move(catalog)),
         transactions_(log, log != nullptr ? this : nullptr),
-        context_(make_context(access, transactions_, swizzled_swips)) {}
+        context_(make_context(access, transactions_, swizzled_swips)) {
+    transactions_.set_checkpoint_interval(config.checkpoint_interval_bytes);
+  }
 
   TableBinding bind_table(std::string_view name, std::size_t key_size, std::size_t value_size,
                           bool create) override {

@@ -162,8 +162,15 @@ void TransactionManager::require_log_room(std::uint64_t operation_bytes, std::ui
         undo_room + kSmallRecordsRoom);
 }
 
+void TransactionManager::set_checkpoint_interval(std::uint64_t bytes) {
+  if (log_ == nullptr) return;
+  checkpoint_interval_ = bytes != 0 ? bytes : log_->capacity() / 4;
+  next_checkpoint_lsn_ = log_->end_lsn() + checkpoint_interval_;
+}
+
 void TransactionManager::make_room(std::uint64_t log_bytes) {
-  // 1. A checkpoint drops everything but the live undo records, which it copies forward.
+  // 1. A checkpoint drops everything but the live undo records, which it copies forward. (Or
+  //    the interval has passed: then this is all, if it leaves room.)
   checkpoint();
   const std::uint64_t free = log_->free_bytes();
   if (free >= log_bytes + live_undo_bytes_ + kSmallRecordsRoom) return;
@@ -229,6 +236,7 @@ void TransactionManager::checkpoint() {
     // 1. Begin, then every change before it durable in NVM or SSD.
     const Lsn begin = log_->append(LogRecordType::kCheckpointBegin, 0, kNoLsn);
     checkpoint_begins_.push_back(begin);
+    if (checkpoint_interval_ != 0) next_checkpoint_lsn_ = begin + checkpoint_interval_;
     store_->checkpoint_pages();
     // 2. Where the log will start, and the live undo records before it copied after begin.
     const Lsn keep_from = choose_keep_from();

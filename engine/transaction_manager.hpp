@@ -63,12 +63,17 @@ class TransactionManager {
   // Before each changing table operation and each undo step, when no page is fixed: makes
   // room for log_bytes (the most the step appends) and for copying every live undo record
   // forward, checkpointing if needed. Error if even a checkpoint leaves too little room.
+  // Also where the checkpoint interval is kept: a checkpoint is due once the log has grown by
+  // it since the last one.
   void reserve(std::uint64_t log_bytes) {
     if (log_ == nullptr) return;
-    if (log_->free_bytes() >= log_bytes + live_undo_bytes_ + kSmallRecordsRoom) [[likely]]
+    if (log_->free_bytes() >= log_bytes + live_undo_bytes_ + kSmallRecordsRoom &&
+        log_->end_lsn() < next_checkpoint_lsn_) [[likely]]
       return;
     make_room(log_bytes);
   }
+  // bytes: Config::checkpoint_interval_bytes (0: a quarter of the log's capacity).
+  void set_checkpoint_interval(std::uint64_t bytes);
   // Logs (and remembers in txn) a logical undo record, before the table changes.
   void log_undo(TransactionState& txn, UndoTarget& table, std::span<const std::byte> undo);
   // Remembers in txn the undo (UndoLogical + key + before-image) that the record at lsn, a
@@ -121,6 +126,8 @@ class TransactionManager {
   bool checkpointing_ = false;
   bool needs_restart_ = false;  // an abort failed (forget)
   std::uint64_t live_undo_bytes_ = 0;
+  std::uint64_t checkpoint_interval_ = 0;
+  Lsn next_checkpoint_lsn_ = ~Lsn{0};  // the log's end at which the interval has passed
   std::uint64_t checkpoints_ = 0;
   std::map<TxnId, TransactionState*> active_;
   TransactionState autocommit_;

@@ -64,6 +64,9 @@ BenchFlags::BenchFlags(CLI::App& app) {
                "injected latency per NVM line written", kNonNegative);
   app.add_option("--llc", llc_, "simulated last-level cache size (0: this machine's)")
       ->capture_default_str();
+  app.add_option("--checkpoint-interval", checkpoint_interval_,
+                 "checkpoint after this much log, e.g. 32MiB (0: a quarter of the log)")
+      ->capture_default_str();
   app.add_option("--numa-node", o.config.numa_node, "bind NVM to this NUMA node (-1: none)")
       ->capture_default_str();
   add_unsigned(app, "--admission-set", o.config.admission_set_size,
@@ -139,6 +142,8 @@ BenchOptions BenchFlags::finish() const {
   o.config.nvm_bytes = parse_size_flag("--nvm", nvm_);
   o.config.ssd_bytes = parse_size_flag("--ssd", ssd_);
   o.config.llc_bytes = parse_size_flag("--llc", llc_);
+  o.config.checkpoint_interval_bytes =
+      parse_size_flag("--checkpoint-interval", checkpoint_interval_);
   o.config.cache_line_grained = !no_cl_grained_;
   o.config.mini_pages = !no_mini_pages_;
   o.config.swizzling = !no_swizzling_;

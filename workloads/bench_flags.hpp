@@ -35,6 +35,7 @@ class BenchFlags {
   std::string nvm_ = "1GiB";
   std::string ssd_ = "5GiB";
   std::string llc_ = "0";
+  std::string checkpoint_interval_ = "0";
   std::string nvm_path_;
   std::string ssd_path_;
   bool no_cl_grained_ = false;

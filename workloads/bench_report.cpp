@@ -60,6 +60,7 @@ nlohmann::json config_json(const BenchOptions& options) {
       {"mini_pages", config.mini_pages},
       {"swizzling", config.swizzling},
       {"admission_set_size", config.admission_set_size},
+      {"checkpoint_interval_bytes", config.checkpoint_interval_bytes},
       {"admit_while_free", config.admit_while_nvm_has_free_slots},
       {"nvm_weak_durability", config.nvm_weak_durability},
       {"nvm_wear_counting", config.nvm_wear_counting},

@@ -90,11 +90,13 @@ class NvmDevice {
     std::memcpy(nvm_dst, dram_src, length);
     charge_write(nvm_dst, length);
   }
-  void charge_write(const std::byte* nvm, std::size_t length) {
+  // wear: count the lines in the per-line wear histogram, which covers the data area (pages,
+  // slot headers, metadata) only: log and double-write lines are counted apart (paper Fig. 16).
+  void charge_write(const std::byte* nvm, std::size_t length, bool wear = true) {
     if (length == 0) return;
     const auto [first, count] = line_range(nvm, length);
     counters_.nvm_lines_written += count;
-    if (wear_) [[unlikely]]
+    if (wear_ && wear) [[unlikely]]
       wear_->record(first, count);
     if (llc_) [[unlikely]]
       charge_write_latency(first, count);
@@ -103,14 +105,16 @@ class NvmDevice {
   // A write to the log area: counted in nvm_lines_written and, apart, in
   // nvm_log_lines_written, so that data-area writes (wear, paper Fig. 16) can be told apart.
   void write_log(std::byte* nvm_dst, const void* dram_src, std::size_t length) {
-    write(nvm_dst, dram_src, length);
+    std::memcpy(nvm_dst, dram_src, length);
+    charge_write(nvm_dst, length, false);
     if (length != 0) counters_.nvm_log_lines_written += line_range(nvm_dst, length).count;
   }
 
   // A write to the double-write area (tiers/double_write_area.hpp): counted in
   // nvm_lines_written and, apart, in nvm_double_write_lines_written.
   void write_double_write(std::byte* nvm_dst, const void* dram_src, std::size_t length) {
-    write(nvm_dst, dram_src, length);
+    std::memcpy(nvm_dst, dram_src, length);
+    charge_write(nvm_dst, length, false);
     if (length != 0) counters_.nvm_double_write_lines_written += line_range(nvm_dst, length).count;
   }
 

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
@@ -188,6 +189,42 @@ TEST_P(EngineLogSpace, LiveUndoThatFillsTheLogIsAClearErrorAndTheTransactionCanS
   Transaction next = db->begin();
   EXPECT_TRUE(table.update(next, 0, make_row(0, 7)));
   next.commit();
+}
+
+// The log reserves an operation's bound (no page images: a few pages at most), a copy of the
+// live undo and the checkpoint's own room; on a log of a few MiB that leaves a transaction
+// undo up to about half the log, on every architecture. (Near that limit every operation
+// checkpoints and copies all of it forward: a transaction should not live there.)
+TEST_P(EngineLogSpace, LiveUndoReachesAboutHalfTheLog) {
+  const Architecture arch = GetParam();
+  testing_support::DatabaseFiles files("tristore-log-space");
+  Config config = config_for(arch, files, true);
+  config.nvm_bytes = 32 * kMiB;  // 4 MiB of log area
+  auto db = Database::open(config);
+  auto table = db->create_table<std::uint64_t, Row>("rows");
+  load(table);
+  Transaction txn = db->begin();
+  std::uint64_t updates = 0;
+  std::string message;
+  try {
+    for (std::uint64_t version = 1;; ++version)
+      for (std::uint64_t key = 0; key < 2 * kLoadedRows; key += 2, ++updates)
+        ASSERT_TRUE(table.update(txn, key, make_row(key, version)));
+  } catch (const Error& error) {
+    message = error.what();
+  }
+  const std::uint64_t live =
+      updates * TransactionManager::undo_copy_bytes(sizeof(UndoLogical) + sizeof(std::uint64_t) +
+                                                    sizeof(Row));
+  const std::uint64_t area = nvm_log_bytes(config.nvm_bytes);
+  std::printf("%s: live undo of %llu bytes stopped the transaction in a log area of %llu\n",
+              std::string(architecture_name(arch)).c_str(), (unsigned long long)live,
+              (unsigned long long)area);
+  EXPECT_GT(live, area * 2 / 5) << updates << " updates: " << message;
+  EXPECT_NE(message.find("undo records"), std::string::npos) << message;
+  txn.abort();
+  const Model seen = scan_all(table);
+  EXPECT_TRUE(same(seen, loaded_model())) << difference(loaded_model(), seen);
 }
 
 INSTANTIATE_TEST_SUITE_P(Durable, EngineLogSpace, testing::ValuesIn(kDurable),

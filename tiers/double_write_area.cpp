@@ -32,14 +32,10 @@ struct DoubleWriteArea::EntryHeader {
   std::uint8_t reserved[21];
 
   std::uint64_t size() const {
+    static_assert(sizeof(EntryHeader) == kCacheLineSize, "the header is one line");
     return kCacheLineSize + align_line(line_count) + std::uint64_t{line_count} * kCacheLineSize;
   }
 };
-
-std::uint64_t DoubleWriteArea::entry_header_size() {
-  static_assert(sizeof(EntryHeader) == kCacheLineSize);
-  return sizeof(EntryHeader);
-}
 
 std::uint64_t DoubleWriteArea::bytes_for(std::uint64_t log_area_bytes) {
   const std::uint64_t least = (2 * kMaxEntryBytes + kUnit - 1) / kUnit * kUnit;

@@ -73,7 +73,6 @@ class DoubleWriteArea {
  private:
   enum class Target : std::uint8_t { kNvmSlot = 1, kSsdPage = 2 };
   struct EntryHeader;
-  static std::uint64_t entry_header_size();  // one line, asserted where the header is defined
   struct Found {
     std::uint64_t offset;
     std::uint64_t sequence;

@@ -41,6 +41,30 @@ std::uint64_t run_long(Database& db, RowTable& table, Transaction& txn,
   return db.counters().log_bytes_written - before;
 }
 
+// Updates every row again and again in txn, each keeping a 512-byte before-image live, until
+// the log refuses one: the updates done, their live undo (as copies) and the Error's text.
+struct UndoFill {
+  std::uint64_t updates = 0;
+  std::uint64_t live = 0;
+  std::string message;
+};
+UndoFill fill_undo_until_error(RowTable& table, Transaction& txn) {
+  UndoFill fill;
+  try {
+    for (std::uint64_t version = 1;; ++version)
+      for (std::uint64_t key = 0; key < 2 * kLoadedRows; key += 2, ++fill.updates)
+        if (!table.update(txn, key, make_row(key, version))) {
+          ADD_FAILURE() << "key " << key << " missing";
+          return fill;
+        }
+  } catch (const Error& error) {
+    fill.message = error.what();
+  }
+  fill.live = fill.updates * TransactionManager::undo_copy_bytes(
+                                 sizeof(UndoLogical) + sizeof(std::uint64_t) + sizeof(Row));
+  return fill;
+}
+
 class EngineLogSpace : public testing::TestWithParam<Architecture> {};
 
 TEST_P(EngineLogSpace, TransactionLoggingMoreThanTheLogHoldsCommits) {
@@ -164,25 +188,13 @@ TEST_P(EngineLogSpace, LiveUndoThatFillsTheLogIsAClearErrorAndTheTransactionCanS
   auto db = Database::open(config_for(arch, files, true));
   auto table = db->create_table<std::uint64_t, Row>("rows");
   load(table);
-  // Each update keeps a 512-byte before-image live until the end of the transaction.
   Transaction txn = db->begin();
-  std::string message;
-  std::uint64_t updates = 0;
-  try {
-    for (std::uint64_t version = 1;; ++version)
-      for (std::uint64_t key = 0; key < 2 * kLoadedRows; key += 2, ++updates)
-        ASSERT_TRUE(table.update(txn, key, make_row(key, version)));
-  } catch (const Error& error) {
-    message = error.what();
-  }
-  EXPECT_NE(message.find("undo records"), std::string::npos) << message;
-  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  const UndoFill fill = fill_undo_until_error(table, txn);
+  EXPECT_NE(fill.message.find("undo records"), std::string::npos) << fill.message;
+  EXPECT_EQ(fill.message.find('\n'), std::string::npos) << fill.message;
   // Only live undo of more than a quarter of the log stops it (the log keeps room for a copy
   // of it and for the largest operation).
-  const std::uint64_t live =
-      updates * TransactionManager::undo_copy_bytes(sizeof(UndoLogical) + sizeof(std::uint64_t) +
-                                                    sizeof(Row));
-  EXPECT_GT(live, log_bytes(arch) / 4) << updates << " updates: " << message;
+  EXPECT_GT(fill.live, log_bytes(arch) / 4) << fill.updates << " updates: " << fill.message;
   txn.abort();
   const Model seen = scan_all(table);
   EXPECT_TRUE(same(seen, loaded_model())) << difference(loaded_model(), seen);
@@ -204,24 +216,13 @@ TEST_P(EngineLogSpace, LiveUndoReachesAboutHalfTheLog) {
   auto table = db->create_table<std::uint64_t, Row>("rows");
   load(table);
   Transaction txn = db->begin();
-  std::uint64_t updates = 0;
-  std::string message;
-  try {
-    for (std::uint64_t version = 1;; ++version)
-      for (std::uint64_t key = 0; key < 2 * kLoadedRows; key += 2, ++updates)
-        ASSERT_TRUE(table.update(txn, key, make_row(key, version)));
-  } catch (const Error& error) {
-    message = error.what();
-  }
-  const std::uint64_t live =
-      updates * TransactionManager::undo_copy_bytes(sizeof(UndoLogical) + sizeof(std::uint64_t) +
-                                                    sizeof(Row));
+  const UndoFill fill = fill_undo_until_error(table, txn);
   const std::uint64_t area = nvm_log_bytes(config.nvm_bytes);
   std::printf("%s: live undo of %llu bytes stopped the transaction in a log area of %llu\n",
-              std::string(architecture_name(arch)).c_str(), (unsigned long long)live,
+              std::string(architecture_name(arch)).c_str(), (unsigned long long)fill.live,
               (unsigned long long)area);
-  EXPECT_GT(live, area * 2 / 5) << updates << " updates: " << message;
-  EXPECT_NE(message.find("undo records"), std::string::npos) << message;
+  EXPECT_GT(fill.live, area * 2 / 5) << fill.updates << " updates: " << fill.message;
+  EXPECT_NE(fill.message.find("undo records"), std::string::npos) << fill.message;
   txn.abort();
   const Model seen = scan_all(table);
   EXPECT_TRUE(same(seen, loaded_model())) << difference(loaded_model(), seen);

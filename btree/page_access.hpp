@@ -19,6 +19,9 @@
 //  - Bytes [0, kPageHeaderSize) of every page belong to the storage layer (common/page_format.hpp).
 //  - Guards are move-constructible and move-assignable: the B-tree moves them down a path.
 //  - The B-tree never asks for an empty range (length 0).
+//  - Optional: guard.change_leaf(change, key, bytes) takes a leaf entry's change whole
+//    (btree/leaf_change.hpp), as the logging decorator does to log it at tuple level; without
+//    it the tree applies the change through read and write.
 #include <concepts>
 #include <cstddef>
 #include <cstdint>

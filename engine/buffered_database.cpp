@@ -170,19 +170,19 @@ std::unique_ptr<Database> open_buffered_database(const Config& config) {
   CrashSimulator* nvm_crash = log_home.device().crash_simulator();
   if (SsdCrashSimulator* ssd_crash = ssd ? ssd->crash_simulator() : nullptr; ssd_crash && nvm_crash)
     ssd_crash->set_machine_down_check([nvm_crash] { return nvm_crash->crashed(); });
-  // 3. The log area holds the log and, at its end, the double-write area; a reopened
-  //    database first mends the pages a crash tore while they were written in place.
+  // 3. The log area holds the log and, at its end, the double-write area. The log: new, or
+  //    opened (its end found) for restart; a damaged one is refused before any page changes.
   const LogAreaParts log_area = split_log_area(log_home.log_area(), config.architecture);
-  auto double_write = std::make_unique<DoubleWriteArea>(log_home.device(), log_area.double_write,
-                                                        [ssd = ssd.get()] { ssd->sync(); });
-  // A new database retires whatever a file it replaced left there.
-  const DoubleWriteRestore mended =
-      double_write->restore(create ? nullptr : nvm.get(), create ? nullptr : ssd.get());
-  // 4. The log: new, or opened (its end found) for restart.
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<LogManager> log = create ? LogManager::create(log_home.device(), log_area.log)
                                            : LogManager::open(log_home.device(), log_area.log);
   const double log_open_seconds = seconds_since(start);
+  // 4. A reopened database mends the pages a crash tore while they were written in place,
+  //    before anything reads them; a new one retires whatever a file it replaced left there.
+  auto double_write = std::make_unique<DoubleWriteArea>(log_home.device(), log_area.double_write,
+                                                        [ssd = ssd.get()] { ssd->sync(); });
+  const DoubleWriteRestore mended =
+      double_write->restore(create ? nullptr : nvm.get(), create ? nullptr : ssd.get());
   // 5. The catalog of a reopened database (as of its last checkpoint).
   Catalog catalog;
   if (!create) catalog = Catalog::load(ssd ? ssd->metadata() : nvm->metadata_area());

@@ -225,7 +225,9 @@ class OperationLog {
     } else {
       lsn = transactions_.append_chained(txn, LogRecordType::kRedoOperation, {std::span(payload_)});
     }
-    assert(transactions_.log()->end_lsn() - log_end_at_begin_ <= max_log_bytes_);
+    // The bound is the redo's; the undo in the same record is reserved apart.
+    assert(transactions_.log()->end_lsn() - log_end_at_begin_ <=
+           max_log_bytes_ + undo_.size() + kLogRecordAlignment);
     if (kInPlace || !to_free_.empty()) transactions_.log()->persist_up_to(lsn);
     for (InnerGuard& guard : pinned_)
       std::memcpy(guard.write(offsetof(PageHeader, lsn), sizeof(Lsn)), &lsn, sizeof(lsn));

@@ -105,10 +105,10 @@ Transaction TransactionManager::begin() {
 }
 
 TransactionState& TransactionManager::begin_autocommit() {
-  if (active_.contains(autocommit_.id)) forget(autocommit_);  // its abort failed
+  if (autocommit_active_) forget(autocommit_);  // its abort failed
   refuse_if_restart_needed("begin a transaction");
   autocommit_.reset(next_txn_++);
-  active_[autocommit_.id] = &autocommit_;
+  autocommit_active_ = true;
   return autocommit_;
 }
 
@@ -147,7 +147,10 @@ void TransactionManager::finish(TransactionState& txn) {
   live_undo_bytes_ -= txn.undo_copy_bytes;
   txn.undo_copy_bytes = 0;
   txn.finished = true;
-  active_.erase(txn.id);
+  if (&txn == &autocommit_)
+    autocommit_active_ = false;
+  else
+    active_.erase(txn.id);
 }
 
 void TransactionManager::require_log_room(std::uint64_t operation_bytes, std::uint64_t undo_room,
@@ -181,7 +184,7 @@ void TransactionManager::make_room(std::uint64_t log_bytes) {
     fail("log full: an operation may log up to {} bytes, too much for a log of {} bytes", log_bytes,
          log_->capacity());
   std::size_t unfinished = losers_.size();
-  for (const auto& [id, txn] : active_) unfinished += txn->undo.empty() ? 0 : 1;
+  for_each_active([&](TransactionState& txn) { unfinished += txn.undo.empty() ? 0 : 1; });
   fail(
       "log full: the undo records of {} unfinished transaction(s) take {} bytes and a "
       "checkpoint must copy them forward, so a log of {} bytes has no room for an operation "
@@ -243,8 +246,9 @@ void TransactionManager::checkpoint() {
     copy_live_undo_forward(keep_from);
     // 3. End, with the unfinished transactions (losers awaiting undo included).
     std::vector<ActiveTransaction> active;
-    for (auto& [id, txn] : active_)
-      if (txn->first_lsn != kNoLsn) active.push_back({id, txn->first_lsn, txn->last_lsn});
+    for_each_active([&](TransactionState& txn) {
+      if (txn.first_lsn != kNoLsn) active.push_back({txn.id, txn.first_lsn, txn.last_lsn});
+    });
     for (auto& [id, loser] : losers_)
       active.push_back({id, loser.state->first_lsn, loser.state->last_lsn});
     CheckpointEnd end{.begin_lsn = begin, .active_count = active.size()};
@@ -263,7 +267,7 @@ void TransactionManager::checkpoint() {
   checkpointing_ = false;
 }
 
-Lsn TransactionManager::choose_keep_from() const {
+Lsn TransactionManager::choose_keep_from() {
   // The log may start at any checkpoint-begin record once every live undo record before it
   // has a copy after it. The newest begin frees the most, but after a crash that cut a
   // checkpoint short (or a checkpoint that failed), its copies fill part of the log: then an
@@ -271,9 +275,10 @@ Lsn TransactionManager::choose_keep_from() const {
   // The start itself always fits (nothing to copy), so a checkpoint never fails for lack of
   // room to copy.
   std::vector<std::pair<Lsn, std::uint64_t>> live;  // newest copy, its copy's size
-  for (const auto& [id, txn] : active_)
-    for (const TransactionState::UndoStep& step : txn->undo)
+  for_each_active([&](TransactionState& txn) {
+    for (const TransactionState::UndoStep& step : txn.undo)
       live.push_back({step.lsn, undo_copy_bytes(step.size)});
+  });
   for (const auto& [table, list] : pending_)
     for (const PendingUndo& undo : list)
       live.push_back({undo.lsn, undo_copy_bytes(undo.payload.size())});
@@ -297,10 +302,11 @@ void TransactionManager::copy_live_undo_forward(Lsn keep_from) {
     std::span<const std::byte> payload;
   };
   std::vector<Live> live;
-  for (auto& [id, txn] : active_)
-    for (TransactionState::UndoStep& step : txn->undo)
+  for_each_active([&](TransactionState& txn) {
+    for (TransactionState::UndoStep& step : txn.undo)
       if (step.lsn < keep_from)
-        live.push_back({step.order, txn, &step.lsn, nullptr, txn->payload(step)});
+        live.push_back({step.order, &txn, &step.lsn, nullptr, txn.payload(step)});
+  });
   for (auto& [table, list] : pending_)
     for (PendingUndo& undo : list)
       if (undo.lsn < keep_from)
@@ -317,11 +323,11 @@ void TransactionManager::copy_live_undo_forward(Lsn keep_from) {
   }
   // 3. A transaction's first needed record is now its oldest live undo record (restart walks
   //    its chain back to there), so nothing before keep_from is needed.
-  for (auto& [id, txn] : active_) {
-    txn->first_lsn = kNoLsn;
-    for (const TransactionState::UndoStep& step : txn->undo)
-      if (txn->first_lsn == kNoLsn || step.lsn < txn->first_lsn) txn->first_lsn = step.lsn;
-  }
+  for_each_active([](TransactionState& txn) {
+    txn.first_lsn = kNoLsn;
+    for (const TransactionState::UndoStep& step : txn.undo)
+      if (txn.first_lsn == kNoLsn || step.lsn < txn.first_lsn) txn.first_lsn = step.lsn;
+  });
   for (auto& [id, loser] : losers_) loser.state->first_lsn = kNoLsn;
   for (auto& [table, list] : pending_)
     for (const PendingUndo& undo : list) {

@@ -110,11 +110,16 @@ class TransactionManager {
     std::unique_ptr<TransactionState> state;
     std::size_t pending = 0;
   };
+  template <typename Visit>
+  void for_each_active(Visit&& visit) {
+    for (auto& [id, txn] : active_) visit(*txn);
+    if (autocommit_active_) visit(autocommit_);
+  }
   void make_room(std::uint64_t log_bytes);
   void on_log_full();
   void finish(TransactionState& txn);
   void refuse_if_restart_needed(std::string_view what) const;
-  Lsn choose_keep_from() const;
+  Lsn choose_keep_from();
   void copy_live_undo_forward(Lsn keep_from);
   void analyse_and_redo(RestartReport& report);
   void collect_loser_undo(TxnId txn, Lsn first, Lsn last);
@@ -129,8 +134,11 @@ class TransactionManager {
   std::uint64_t checkpoint_interval_ = 0;
   Lsn next_checkpoint_lsn_ = ~Lsn{0};  // the log's end at which the interval has passed
   std::uint64_t checkpoints_ = 0;
+  // Unfinished transactions begun with begin(); the autocommit one apart (no map insert per
+  // operation): for_each_active visits both.
   std::map<TxnId, TransactionState*> active_;
   TransactionState autocommit_;
+  bool autocommit_active_ = false;
   std::map<TxnId, Loser> losers_;
   std::unordered_map<std::uint32_t, std::vector<PendingUndo>> pending_;  // oldest first
   // Checkpoint-begin records since the log's start, oldest first: where it may start next.

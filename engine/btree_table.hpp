@@ -211,11 +211,7 @@ class BTreeTable final : public TableInterface<K, V> {
                        .key_size = static_cast<std::uint16_t>(sizeof(K)),
                        .before_size = before_size,
                        .reserved2 = part_offset};
-    undo_buffer_.resize(sizeof(header) + sizeof(K) + before_size);
-    std::memcpy(undo_buffer_.data(), &header, sizeof(header));
-    std::memcpy(undo_buffer_.data() + sizeof(header), &key, sizeof(K));
-    if (before_size > 0)
-      std::memcpy(undo_buffer_.data() + sizeof(header) + sizeof(K), before, before_size);
+    encode_undo(undo_buffer_, header, &key, {static_cast<const std::byte*>(before), before_size});
     transactions_.log_undo(txn, *this, undo_buffer_);
   }
 

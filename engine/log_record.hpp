@@ -3,10 +3,12 @@
 // payload, padded to 8 bytes, at LSN = its byte position in the log. The checksum covers
 // header and payload, so a torn record at the tail fails it; the LSN field tells a record of
 // this lap of the circular area from a stale one of an earlier lap.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <vector>
 
 #include "common/types.hpp"
 
@@ -106,6 +108,16 @@ struct ActiveTransaction {
   Lsn last_lsn;   // where its undo starts
 };
 static_assert(sizeof(RedoPageBytes) == 16 && sizeof(UndoLogical) == 16);
+
+// An undo payload into `out`: header, then header.key_size key bytes, then the before-image
+// (header.before_size bytes).
+inline void encode_undo(std::vector<std::byte>& out, const UndoLogical& header, const void* key,
+                        std::span<const std::byte> before) {
+  out.resize(sizeof(header) + std::size_t{header.key_size} + before.size());
+  std::memcpy(out.data(), &header, sizeof(header));
+  std::memcpy(out.data() + sizeof(header), key, header.key_size);
+  std::copy(before.begin(), before.end(), out.begin() + sizeof(header) + header.key_size);
+}
 
 // The bytes of the undo payload at the start of `payload` (UndoLogical, key, before-image);
 // empty if they do not fit in it.

@@ -282,12 +282,8 @@ class OperationLog {
                              .key_size = change.key_size,
                              .before_size = before_size,
                              .reserved2 = change.part_offset};
-    undo_.resize(sizeof(header) + change.key_size + before_size);
-    std::memcpy(undo_.data(), &header, sizeof(header));
-    std::memcpy(undo_.data() + sizeof(header), key, change.key_size);
-    if (before_size > 0)
-      std::memcpy(undo_.data() + sizeof(header) + change.key_size,
-                  guard.read(before_offset, before_size), before_size);
+    encode_undo(undo_, header, key,
+                {before_size > 0 ? guard.read(before_offset, before_size) : nullptr, before_size});
     undo_captured_ = true;
   }
 

@@ -194,21 +194,17 @@ void TransactionManager::make_room(std::uint64_t log_bytes) {
 
 void TransactionManager::log_undo(TransactionState& txn, UndoTarget& table,
                                   std::span<const std::byte> undo) {
-  Lsn lsn = kNoLsn;
-  if (log_ != nullptr) {
-    lsn = append_chained(txn, LogRecordType::kUndoLogical, {undo});
-    txn.undo_copy_bytes += undo_copy_bytes(undo.size());
-    live_undo_bytes_ += undo_copy_bytes(undo.size());
-  }
-  const std::size_t offset = txn.undo_bytes.size();
-  txn.undo_bytes.insert(txn.undo_bytes.end(), undo.begin(), undo.end());
-  txn.undo.push_back({&table, lsn, lsn, offset, undo.size()});
+  const Lsn lsn =
+      log_ != nullptr ? append_chained(txn, LogRecordType::kUndoLogical, {undo}) : kNoLsn;
+  note_undo(txn, table, lsn, undo);
 }
 
 void TransactionManager::note_undo(TransactionState& txn, UndoTarget& table, Lsn lsn,
                                    std::span<const std::byte> undo) {
-  txn.undo_copy_bytes += undo_copy_bytes(undo.size());
-  live_undo_bytes_ += undo_copy_bytes(undo.size());
+  if (log_ != nullptr) {
+    txn.undo_copy_bytes += undo_copy_bytes(undo.size());
+    live_undo_bytes_ += undo_copy_bytes(undo.size());
+  }
   const std::size_t offset = txn.undo_bytes.size();
   txn.undo_bytes.insert(txn.undo_bytes.end(), undo.begin(), undo.end());
   txn.undo.push_back({&table, lsn, lsn, offset, undo.size()});

@@ -159,7 +159,8 @@ DoubleWriteRestore DoubleWriteArea::restore(NvmTier* nvm, SsdPageFile* ssd) {
   DoubleWriteRestore report;
   std::vector<std::byte> page(kPageSize);
   bool ssd_written = false;
-  for (const Found& found : scan()) {
+  const std::vector<Found> entries = scan();
+  for (const Found& found : entries) {
     ++report.entries_found;
     EntryHeader header;
     const std::byte* entry = area_.data() + found.offset;
@@ -212,7 +213,7 @@ DoubleWriteRestore DoubleWriteArea::restore(NvmTier* nvm, SsdPageFile* ssd) {
   }
   // 3. Done with them: retired, durable, so no later restart replays them over newer writes.
   if (ssd_written) ssd->sync();
-  for (const Found& found : scan()) retire(found.offset);
+  for (const Found& found : entries) retire(found.offset);
   device_.fence();
   return report;
 }

@@ -1,5 +1,6 @@
 // Latency of the NVM write-ahead log on a /dev/shm mapping: one record appended (copy + flush),
-// appended and committed (+ commit record + fence), and group commit (16 records, one fence).
+// appended and committed (+ commit record + fence), group commit (16 records, one fence), and
+// commits from several threads at once, which share fences.
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
@@ -82,6 +83,39 @@ void BM_GroupCommitOf16(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * 16));
 }
 BENCHMARK(BM_GroupCommitOf16)->Arg(100)->Arg(1024);
+
+// One log for the threads of BM_ConcurrentCommit.
+BenchLog* shared_log = nullptr;
+std::uint64_t shared_fences_before = 0;
+
+void BM_ConcurrentCommit(benchmark::State& state) {
+  LogManager& log = shared_log->log();
+  const std::vector<std::byte> payload(100, std::byte{7});
+  const auto txn = static_cast<TxnId>(state.thread_index());
+  for (auto _ : state) {
+    const Lsn lsn = log.append(LogRecordType::kUndoLogical, txn, kNoLsn, {payload});
+    benchmark::DoNotOptimize(log.commit(txn, lsn));
+  }
+  // Every thread has finished its loop here (the benchmark's end barrier).
+  const double commits = static_cast<double>(state.iterations() * state.threads());
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
+  state.counters["fences/commit"] =
+      benchmark::Counter(static_cast<double>(log.stats().fences - shared_fences_before) / commits,
+                         benchmark::Counter::kAvgThreads);
+}
+BENCHMARK(BM_ConcurrentCommit)
+    ->Setup([](const benchmark::State&) {
+      shared_log = new BenchLog("concurrent");
+      shared_fences_before = shared_log->log().stats().fences;
+    })
+    ->Teardown([](const benchmark::State&) {
+      delete shared_log;
+      shared_log = nullptr;
+    })
+    ->Threads(1)
+    ->Threads(2)
+    ->Threads(4)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace tristore

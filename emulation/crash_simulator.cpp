@@ -18,10 +18,27 @@ CrashSimulator::CrashSimulator(const std::byte* working, std::uint64_t size)
 
 void CrashSimulator::arm_crash_at_fence(std::uint64_t n) {
   if (n == 0) fail("arm_crash_at_fence needs n >= 1 (1 = the next fence)");
+  std::lock_guard lock(mutex_);
   crash_at_fence_ = fences_ + n;
 }
 
+void CrashSimulator::disarm() {
+  std::lock_guard lock(mutex_);
+  crash_at_fence_ = 0;
+}
+
+std::uint64_t CrashSimulator::fences() const {
+  std::lock_guard lock(mutex_);
+  return fences_;
+}
+
+bool CrashSimulator::crashed() const {
+  std::lock_guard lock(mutex_);
+  return crashed_;
+}
+
 void CrashSimulator::on_flush(const void* address, std::size_t length) {
+  std::lock_guard lock(mutex_);
   if (crashed_ || length == 0) return;
   const auto offset = static_cast<std::uint64_t>(static_cast<const std::byte*>(address) - working_);
   assert(offset + length <= size_);
@@ -35,6 +52,7 @@ void CrashSimulator::on_flush(const void* address, std::size_t length) {
 }
 
 void CrashSimulator::on_fence() {
+  std::lock_guard lock(mutex_);
   if (crashed_) return;
   ++fences_;
   if (crash_at_fence_ != 0 && fences_ == crash_at_fence_) {
@@ -52,6 +70,7 @@ void CrashSimulator::on_fence() {
 }
 
 std::vector<std::byte> CrashSimulator::crash_image(std::uint64_t seed) const {
+  std::lock_guard lock(mutex_);
   const std::byte* working = crashed_ ? at_crash_.data() : working_;
   std::vector<std::byte> image = durable_;
   std::uint64_t state = seed;
@@ -75,6 +94,7 @@ void CrashSimulator::write_crash_image(std::uint64_t seed, const std::string& pa
 }
 
 void CrashSimulator::write_durable_image(const std::string& path) const {
+  std::lock_guard lock(mutex_);
   write_image(durable_, path);
 }
 

@@ -4,9 +4,12 @@
 // the line's content, the next fence makes it durable. At a crash every 8-byte word that
 // differs between the two images survives or not at random (NVM writes are atomic at 8
 // bytes), so crash tests see the torn states real hardware can produce, replayable by seed.
+// Thread-safe: a fence here drains every thread's flushes (real fences drain only their own
+// core's, which is why the log's committer flushes the records it waits for itself).
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -23,10 +26,10 @@ class CrashSimulator {
 
   // The n-th fence from now (1 = the next) throws SimulatedCrash before making anything durable.
   void arm_crash_at_fence(std::uint64_t n);
-  void disarm() { crash_at_fence_ = 0; }
-  std::uint64_t fences() const { return fences_; }
+  void disarm();
+  std::uint64_t fences() const;
   // True once an armed fence fired: the machine is down, nothing becomes durable any more.
-  bool crashed() const { return crashed_; }
+  bool crashed() const;
 
   // Durable image plus every other 8-byte word that differs, kept or dropped at random.
   std::vector<std::byte> crash_image(std::uint64_t seed) const;
@@ -34,6 +37,7 @@ class CrashSimulator {
   void write_crash_image(std::uint64_t seed, const std::string& path) const;
   // What survives every crash: only what was fenced.
   void write_durable_image(const std::string& path) const;
+  // Call only while no thread flushes or fences.
   const std::vector<std::byte>& durable_image() const { return durable_; }
 
   // Called by NvmDevice::flush and NvmDevice::fence.
@@ -48,6 +52,7 @@ class CrashSimulator {
 
   static void write_image(const std::vector<std::byte>& image, const std::string& path);
 
+  mutable std::mutex mutex_;
   const std::byte* working_;
   std::uint64_t size_;
   std::vector<std::byte> durable_;

@@ -96,8 +96,19 @@ NvmDevice::NvmDevice(const NvmDeviceOptions& options)
 
 NvmDevice::~NvmDevice() { pmem_unmap(base_, mapped_length_); }
 
+Counters NvmDevice::counters() const {
+  Counters total = counters_;
+  const std::uint64_t log_lines = log_counters_.lines_written.load(std::memory_order_relaxed);
+  total.nvm_lines_written += log_lines;
+  total.nvm_log_lines_written += log_lines;
+  total.log_bytes_written += log_counters_.bytes_written.load(std::memory_order_relaxed);
+  total.log_records += log_counters_.records.load(std::memory_order_relaxed);
+  total.log_checkpoints += log_counters_.checkpoints.load(std::memory_order_relaxed);
+  return total;
+}
+
 void NvmDevice::msync(const void* nvm, std::size_t length) {
-  ++msync_calls_;
+  msync_calls_.fetch_add(1, std::memory_order_relaxed);
   // pmem_msync widens the range to whole pages itself.
   if (pmem_msync(nvm, length) != 0)
     fail("cannot persist NVM file {} (msync): {}", path_, pmem_errormsg());

@@ -13,6 +13,7 @@
 // Counters, LLC and wear are plain (not atomic): one writer per device, like every tier.
 #include <libpmem.h>
 
+#include <atomic>
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
@@ -65,7 +66,7 @@ class NvmDevice {
   const std::string& path() const { return path_; }
   bool is_pmem() const { return is_pmem_; }
   NvmPersistence persistence() const { return persistence_; }
-  std::uint64_t msync_calls() const { return msync_calls_; }
+  std::uint64_t msync_calls() const { return msync_calls_.load(std::memory_order_relaxed); }
   bool contains(const void* p) const {
     auto* b = static_cast<const std::byte*>(p);
     return b >= base_ && b < base_ + size_;
@@ -102,12 +103,17 @@ class NvmDevice {
       charge_write_latency(first, count);
   }
 
-  // A write to the log area: counted in nvm_lines_written and, apart, in
-  // nvm_log_lines_written, so that data-area writes (wear, paper Fig. 16) can be told apart.
+  // A write to the log area, from any thread: counted in log_counters(), which counters()
+  // reports as nvm_log_lines_written and within nvm_lines_written, so that data-area writes
+  // (wear, paper Fig. 16) can be told apart. Latency emulation (the simulated LLC) is
+  // single-threaded still.
   void write_log(std::byte* nvm_dst, const void* dram_src, std::size_t length) {
     std::memcpy(nvm_dst, dram_src, length);
-    charge_write(nvm_dst, length, false);
-    if (length != 0) counters_.nvm_log_lines_written += line_range(nvm_dst, length).count;
+    if (length == 0) return;
+    const auto [first, count] = line_range(nvm_dst, length);
+    log_counters_.lines_written.fetch_add(count, std::memory_order_relaxed);
+    if (llc_) [[unlikely]]
+      charge_write_latency(first, count);
   }
 
   // A write to the double-write area (tiers/double_write_area.hpp): counted in
@@ -140,8 +146,16 @@ class NvmDevice {
     fence();
   }
 
-  const Counters& counters() const { return counters_; }
-  Counters& counters() { return counters_; }
+  // The log's counts: bumped by appenders on any thread, where the rest of Counters is
+  // written by the one thread that owns the tier.
+  struct LogCounters {
+    std::atomic<std::uint64_t> lines_written{0};
+    std::atomic<std::uint64_t> bytes_written{0};
+    std::atomic<std::uint64_t> records{0};
+    std::atomic<std::uint64_t> checkpoints{0};
+  };
+  LogCounters& log_counters() { return log_counters_; }
+  Counters counters() const;
   CrashSimulator* crash_simulator() { return crash_.get(); }
   const WearCounters* wear() const { return wear_.get(); }
   // Present only when read_ns or write_ns is non-zero.
@@ -179,7 +193,7 @@ class NvmDevice {
   std::uint64_t mapped_length_ = 0;
   bool is_pmem_ = false;
   NvmPersistence persistence_ = NvmPersistence::kTmpfs;
-  std::uint64_t msync_calls_ = 0;
+  std::atomic<std::uint64_t> msync_calls_{0};
   std::uint32_t read_ns_ = 0;
   std::uint32_t write_ns_ = 0;
   std::uint64_t read_ticks_ = 0;
@@ -190,6 +204,7 @@ class NvmDevice {
   std::unique_ptr<CrashSimulator> crash_;
   std::unique_ptr<WearCounters> wear_;
   Counters counters_;
+  LogCounters log_counters_;
 };
 
 }  // namespace tristore

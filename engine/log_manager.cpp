@@ -62,12 +62,13 @@ LogManager::LogManager(NvmDevice& device, std::span<std::byte> area, const LogHe
       checkpoint_reserve_(checkpoint_reserve(header.capacity)),
       end_bound_step_(bound_step_for(header.capacity, options)),
       epoch_(header.epoch),
-      generation_(header.generation),
-      start_(header.start_lsn),
-      end_(header.start_lsn),
+      reserved_(header.start_lsn),
+      completed_(header.start_lsn),
       persisted_(header.start_lsn),
-      checkpoint_(header.checkpoint_lsn),
-      end_bound_(header.end_bound) {}
+      start_(header.start_lsn),
+      end_bound_(header.end_bound),
+      generation_(header.generation),
+      checkpoint_(header.checkpoint_lsn) {}
 
 std::unique_ptr<LogManager> LogManager::create(NvmDevice& device, std::span<std::byte> area,
                                                const LogOptions& options) {
@@ -148,10 +149,10 @@ std::unique_ptr<LogManager> LogManager::open(NvmDevice& device, std::span<std::b
   //    So look for the end past the older copy's bound and accept any later epoch.
   auto log = std::unique_ptr<LogManager>(new LogManager(device, area, *header, options));
   const bool from_older = damaged != kLogHeaderCopies;
-  const Lsn limit =
-      from_older ? log->start_ + capacity : std::min(log->start_ + capacity, header->end_bound);
+  const Lsn limit = from_older ? header->start_lsn + capacity
+                               : std::min(header->start_lsn + capacity, header->end_bound);
   const std::uint32_t max_epoch = from_older ? kMaxLogEpoch : header->epoch;
-  LogCursor cursor(log->area_, log->start_, limit, LogCursor::End::kSought, max_epoch);
+  LogCursor cursor(log->area_, header->start_lsn, limit, LogCursor::End::kSought, max_epoch);
   while (cursor.next()) {
   }
   const Lsn end = cursor.position();
@@ -170,14 +171,14 @@ std::unique_ptr<LogManager> LogManager::open(NvmDevice& device, std::span<std::b
   //    stale records beyond the end from ever joining the log. Without a trusted header the
   //    crashed run's epoch is unknown: then the stale records beyond the end are erased.
   std::lock_guard lock(log->mutex_);
-  log->end_ = log->persisted_ = end;
-  log->area_.flush(log->start_, end - log->start_);
-  if (from_older) log->area_.erase(end, log->start_ + capacity - end);
+  log->reserved_ = log->completed_ = log->persisted_ = end;
+  log->area_.flush(header->start_lsn, end - header->start_lsn);
+  if (from_older) log->area_.erase(end, header->start_lsn + capacity - end);
   log->epoch_ = std::max(header->epoch, cursor.last_epoch()) + 1;
   if (log->epoch_ > kMaxLogEpoch) fail("log corrupt: epoch {}", log->epoch_);
   log->recovered_from_older_header_ = from_older;
   log->end_bound_ = end + log->end_bound_step_;
-  log->write_header_locked(log->start_, log->checkpoint_);
+  log->write_header_locked(header->start_lsn, log->checkpoint_);
   return log;
 }
 
@@ -189,35 +190,70 @@ Lsn LogManager::append(LogRecordType type, TxnId txn, Lsn prev_lsn,
     fail("log record payload of {} bytes is too large", payload_size);
   const std::uint64_t size = log_record_size(payload_size);
 
-  std::unique_lock lock(mutex_);
-  if (!fits(size, type)) [[unlikely]]
-    make_room(lock, size, type);
-  const Lsn lsn = end_;
-  if (lsn + size > end_bound_) [[unlikely]]
-    raise_end_bound_locked(lsn + size);
+  // 1. Reserve, 2. write without any lock, 3. publish. The flush is the committer's.
+  const Lsn lsn = reserve(size, type);
   LogRecordHeader header{};
   header.payload_size = static_cast<std::uint32_t>(payload_size);
   header.lsn = lsn;
-  header.persisted_lsn = persisted_;
+  header.persisted_lsn = persisted_lsn();
   header.txn = txn;
   header.prev_lsn = prev_lsn;
   header.type = type;
   header.epoch = epoch_;
   header.checksum = area_.checksum(header, std::span(parts.begin(), parts.size()));
-
   area_.write(lsn, &header, sizeof(header));
   Lsn position = lsn + sizeof(header);
   for (const auto part : parts) {
     area_.write(position, part.data(), part.size());
     position += part.size();
   }
-  area_.flush(lsn, sizeof(header) + payload_size);
-  end_ = lsn + size;
-  ++stats_.records;
-  stats_.bytes += size;
-  device_.counters().log_bytes_written += size;
-  device_.counters().log_records += 1;
+  publish(lsn, lsn + size);
+
+  stats_.records.fetch_add(1, std::memory_order_relaxed);
+  stats_.bytes.fetch_add(size, std::memory_order_relaxed);
+  auto& counters = device_.log_counters();
+  counters.bytes_written.fetch_add(size, std::memory_order_relaxed);
+  counters.records.fetch_add(1, std::memory_order_relaxed);
   return lsn;
+}
+
+Lsn LogManager::reserve(std::uint64_t size, LogRecordType type) {
+  Lsn lsn = reserved_.load(std::memory_order_relaxed);
+  while (fits(lsn, size, type) && lsn + size <= end_bound())
+    [[likely]] if (reserved_.compare_exchange_weak(lsn, lsn + size,
+                                                   std::memory_order_acq_rel)) return lsn;
+  return reserve_slow(size, type);
+}
+
+Lsn LogManager::reserve_slow(std::uint64_t size, LogRecordType type) {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    Lsn lsn = reserved_.load(std::memory_order_acquire);
+    if (!fits(lsn, size, type)) {
+      make_room(lock, size, type);
+      continue;
+    }
+    // Appends on the fast path stop at the bound this raises until it is durable.
+    if (lsn + size > end_bound()) raise_end_bound_locked(lsn + size);
+    if (reserved_.compare_exchange_strong(lsn, lsn + size, std::memory_order_acq_rel)) return lsn;
+  }
+}
+
+namespace {
+
+// Waits are for other appenders' copies, a few microseconds: spin briefly, then yield the core
+// (there may be more threads than cores).
+template <typename Done>
+void wait_until(Done done) {
+  for (int spins = 0; !done(); ++spins)
+    if (spins >= 64) std::this_thread::yield();
+}
+
+}  // namespace
+
+void LogManager::publish(Lsn lsn, Lsn end) {
+  wait_until([&] { return completed_.load(std::memory_order_acquire) == lsn; });
+  completed_.store(end, std::memory_order_release);
 }
 
 Lsn LogManager::commit(TxnId txn, Lsn prev_lsn) {
@@ -227,15 +263,26 @@ Lsn LogManager::commit(TxnId txn, Lsn prev_lsn) {
 }
 
 void LogManager::persist_up_to(Lsn lsn) {
-  std::lock_guard lock(mutex_);
-  if (lsn < persisted_ || persisted_ == end_) return;
-  persist_all_locked();
+  if (lsn < persisted_lsn()) [[likely]]
+    return;
+  // The record at lsn, or, where none starts there yet, every record reserved so far.
+  persist_before(std::min(lsn + 1, end_lsn()));
 }
 
-void LogManager::persist_all_locked() {
+void LogManager::persist_before(Lsn target) {
+  // 1. Wait until the records before target are whole: their writers have published them.
+  wait_until([&] { return completed_lsn() >= target; });
+  // 2. One committer at a time; those that waited may find a fence already covered them.
+  std::lock_guard lock(persist_mutex_);
+  const Lsn from = persisted_lsn();
+  if (from >= target) return;
+  // 3. Flush everything complete, written on this core or another (a flush writes a line
+  //    back from wherever it is cached), then fence this core's flushes.
+  const Lsn to = completed_lsn();
+  area_.flush(from, to - from);
   device_.fence();
-  persisted_ = end_;
-  ++stats_.fences;
+  persisted_.store(to, std::memory_order_release);
+  stats_.fences.fetch_add(1, std::memory_order_relaxed);
 }
 
 void LogManager::make_room(std::unique_lock<std::mutex>& lock, std::uint64_t size,
@@ -243,11 +290,11 @@ void LogManager::make_room(std::unique_lock<std::mutex>& lock, std::uint64_t siz
   // 1. A record too large for an empty log is the caller's error, not a full log.
   if (size + reserve_for(type) > area_.capacity())
     fail("log record of {} bytes does not fit a log of {} bytes", size, area_.capacity());
-  while (!fits(size, type)) {
+  while (!fits(end_lsn(), size, type)) {
     // 2. Without a callback, or from inside it, nothing can free space.
     if (!on_full_ || on_full_thread_ == std::this_thread::get_id())
-      fail("log full: {} of {} bytes in use, a record of {} bytes does not fit", end_ - start_,
-           area_.capacity(), size);
+      fail("log full: {} of {} bytes in use, a record of {} bytes does not fit",
+           end_lsn() - start_lsn(), area_.capacity(), size);
     // 3. Another thread may be checkpointing already.
     if (on_full_running_) {
       on_full_done_.wait(lock, [this] { return !on_full_running_; });
@@ -263,7 +310,7 @@ void LogManager::make_room(std::unique_lock<std::mutex>& lock, std::uint64_t siz
       on_full_thread_ = {};
       on_full_done_.notify_all();
     };
-    const Lsn start_before = start_;
+    const Lsn start_before = start_lsn();
     const std::function<void()> on_full = on_full_;
     lock.unlock();
     try {
@@ -275,9 +322,9 @@ void LogManager::make_room(std::unique_lock<std::mutex>& lock, std::uint64_t siz
     }
     lock.lock();
     finish();
-    if (!fits(size, type) && start_ == start_before)
+    if (!fits(end_lsn(), size, type) && start_lsn() == start_before)
       fail("log full: {} of {} bytes still in use after the on_full callback freed nothing",
-           end_ - start_, area_.capacity());
+           end_lsn() - start_lsn(), area_.capacity());
   }
 }
 
@@ -287,48 +334,57 @@ void LogManager::set_on_full(std::function<void()> on_full) {
 }
 
 std::uint64_t LogManager::free_bytes() const {
-  std::lock_guard lock(mutex_);
-  const std::uint64_t used = end_ - start_ + checkpoint_reserve_;
+  const std::uint64_t used = end_lsn() - start_lsn() + checkpoint_reserve_;
   return used >= area_.capacity() ? 0 : area_.capacity() - used;
 }
 
 void LogManager::truncate_before(Lsn lsn) {
   std::lock_guard lock(mutex_);
-  if (lsn < start_ || lsn > end_)
-    fail("log: cannot truncate before LSN {}, outside the log [{}, {}]", lsn, start_, end_);
-  if (lsn == start_) return;
-  if (lsn != end_ && !is_record_start_locked(lsn))
+  // Records appended from here on are not this caller's concern; those before must be whole
+  // to be checked and durable before the header drops anything.
+  const Lsn end = end_lsn();
+  if (lsn < start_lsn() || lsn > end)
+    fail("log: cannot truncate before LSN {}, outside the log [{}, {}]", lsn, start_lsn(), end);
+  if (lsn == start_lsn()) return;
+  persist_before(end);
+  if (lsn != end && !is_record_start_locked(lsn))
     fail("log: cannot truncate before LSN {}, not the start of a record", lsn);
-  if (persisted_ != end_) persist_all_locked();
   write_header_locked(lsn, checkpoint_ >= lsn ? checkpoint_ : kNoLsn);
 }
 
 void LogManager::complete_checkpoint(Lsn checkpoint_begin_lsn, Lsn keep_from) {
   std::lock_guard lock(mutex_);
-  if (checkpoint_begin_lsn < start_ || checkpoint_begin_lsn >= end_ ||
+  // Everything the header will point at must be whole to be checked, and durable before the
+  // header names it.
+  const Lsn end = end_lsn();
+  persist_before(end);
+  const Lsn start = start_lsn();
+  if (checkpoint_begin_lsn < start || checkpoint_begin_lsn >= end ||
       !is_record_start_locked(checkpoint_begin_lsn))
-    fail("log: checkpoint LSN {} is not a record of the log [{}, {})", checkpoint_begin_lsn, start_,
-         end_);
-  if (keep_from < start_ || keep_from > checkpoint_begin_lsn ||
-      (keep_from != start_ && !is_record_start_locked(keep_from)))
-    fail("log: cannot keep the log from LSN {}: not a record in [{}, {}]", keep_from, start_,
+    fail("log: checkpoint LSN {} is not a record of the log [{}, {})", checkpoint_begin_lsn, start,
+         end);
+  if (keep_from < start || keep_from > checkpoint_begin_lsn ||
+      (keep_from != start && !is_record_start_locked(keep_from)))
+    fail("log: cannot keep the log from LSN {}: not a record in [{}, {}]", keep_from, start,
          checkpoint_begin_lsn);
-  // Everything the header will point at must be durable before the header names it.
-  if (persisted_ != end_) persist_all_locked();
   write_header_locked(keep_from, checkpoint_begin_lsn);
-  ++stats_.checkpoints;
-  device_.counters().log_checkpoints += 1;
+  stats_.checkpoints.fetch_add(1, std::memory_order_relaxed);
+  device_.log_counters().checkpoints.fetch_add(1, std::memory_order_relaxed);
 }
 
 void LogManager::raise_end_bound_locked(Lsn record_end) {
-  // The header is persisted before any byte past the old bound is written: a crash that tears
-  // it leaves the other copy, whose bound covers everything written so far.
-  end_bound_ = record_end + end_bound_step_;
-  write_header_locked(start_, checkpoint_);
+  // The header is durable before any byte past the old bound is written (end_bound_ holds
+  // the fast path back until then): a crash that tears it leaves the other copy, whose bound
+  // covers everything written so far.
+  write_header_locked(start_lsn(), checkpoint_, record_end + end_bound_step_);
 }
 
 void LogManager::write_header_locked(Lsn start, Lsn checkpoint) {
-  assert(end_bound_ >= end_);
+  write_header_locked(start, checkpoint, end_bound());
+}
+
+void LogManager::write_header_locked(Lsn start, Lsn checkpoint, Lsn end_bound) {
+  assert(end_bound >= end_lsn());
   LogHeader header{};
   header.magic = kLogMagic;
   header.version = kLogFormatVersion;
@@ -337,14 +393,15 @@ void LogManager::write_header_locked(Lsn start, Lsn checkpoint) {
   header.capacity = area_.capacity();
   header.start_lsn = start;
   header.checkpoint_lsn = checkpoint;
-  header.end_bound = end_bound_;
+  header.end_bound = end_bound;
   header.epoch = epoch_;
   header.checksum = header.compute_checksum();
   LogHeader* copy = &headers_[header.generation % kLogHeaderCopies];
   device_.write_log(reinterpret_cast<std::byte*>(copy), &header, sizeof(header));
   device_.persist(copy, sizeof(header));
   generation_ = header.generation;
-  start_ = start;
+  start_.store(start, std::memory_order_release);
+  end_bound_.store(end_bound, std::memory_order_release);
   checkpoint_ = checkpoint;
 }
 
@@ -352,14 +409,16 @@ bool LogManager::is_record_start_locked(Lsn lsn) const {
   LogRecordHeader header;
   std::span<const std::byte> payload;
   std::vector<std::byte> buffer;
-  return area_.check(lsn, {end_, 0, epoch_}, header, payload, buffer);
+  return area_.check(lsn, {completed_lsn(), 0, epoch_}, header, payload, buffer);
 }
 
 LogCursor LogManager::read_from(Lsn lsn) const {
-  std::lock_guard lock(mutex_);
-  if (lsn < start_ || lsn > end_)
-    fail("log: cannot read from LSN {}, outside the log [{}, {}]", lsn, start_, end_);
-  return LogCursor(area_, lsn, end_, LogCursor::End::kKnown, epoch_);
+  // The complete records; a checkpoint running beside appends may move the start on.
+  const Lsn start = start_lsn();
+  const Lsn end = completed_lsn();
+  if (lsn < start || lsn > end)
+    fail("log: cannot read from LSN {}, outside the log [{}, {}]", lsn, start, end);
+  return LogCursor(area_, lsn, end, LogCursor::End::kKnown, epoch_);
 }
 
 LogRecord LogManager::record_at(Lsn lsn, std::vector<std::byte>& payload) const {
@@ -378,29 +437,16 @@ LogCursor LogManager::read_from_checkpoint() const {
   return read_from(checkpoint != kNoLsn ? checkpoint : start_lsn());
 }
 
-Lsn LogManager::start_lsn() const {
-  std::lock_guard lock(mutex_);
-  return start_;
-}
-Lsn LogManager::end_lsn() const {
-  std::lock_guard lock(mutex_);
-  return end_;
-}
-Lsn LogManager::persisted_lsn() const {
-  std::lock_guard lock(mutex_);
-  return persisted_;
-}
 Lsn LogManager::checkpoint_lsn() const {
   std::lock_guard lock(mutex_);
   return checkpoint_;
 }
-Lsn LogManager::end_bound() const {
-  std::lock_guard lock(mutex_);
-  return end_bound_;
-}
+
 LogStats LogManager::stats() const {
-  std::lock_guard lock(mutex_);
-  return stats_;
+  return {stats_.records.load(std::memory_order_relaxed),
+          stats_.bytes.load(std::memory_order_relaxed),
+          stats_.fences.load(std::memory_order_relaxed),
+          stats_.checkpoints.load(std::memory_order_relaxed)};
 }
 
 }  // namespace tristore

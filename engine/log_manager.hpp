@@ -1,14 +1,19 @@
 #pragma once
-// The write-ahead log in the NVM log area (docs/durability.md). Appends copy a record into
-// the circular area and flush its lines; a fence makes everything appended so far durable, so
-// commit() = commit record + one fence, and persist_up_to() lets many commits share one fence
-// (group commit). Thread-safe: one mutex orders appends.
+// The write-ahead log in the NVM log area (docs/durability.md), built for many writers.
+//
+// An append reserves its LSN range with one compare-and-swap (a mutex only when the end
+// bound must move or the log is full), then copies and checksums its record outside any
+// lock, and publishes it: records complete in LSN order, so `completed` is a watermark below
+// which every record is whole. A commit waits for the watermark to pass its record, then
+// flushes the records before it itself and fences: an sfence drains only its own core's
+// flushes, so no committer relies on another's. Commits waiting while one of them fences find
+// themselves covered afterwards (group commit).
 //
 //   auto log = LogManager::create(tier.device(), tier.log_area());
 //   log->set_on_full([&] { engine.checkpoint(); });  // ends in complete_checkpoint()
-//   Lsn undo = log->append(LogRecordType::kUndoLogical, txn, kNoLsn, {bytes_of(undo), key,
-//   before}); log->commit(txn, undo);                           // returns once the commit is
-//   durable
+//   Lsn undo = log->append(LogRecordType::kUndoLogical, txn, kNoLsn, {bytes_of(undo), key});
+//   log->commit(txn, undo);  // returns once the commit and every record before it are durable
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -62,12 +67,14 @@ class LogManager {
 
   // Appends one record whose payload is the concatenation of parts; returns its LSN. Not yet
   // durable. A full log calls on_full and retries; if on_full frees nothing -> Error.
+  // Thread-safe; other appends run beside it.
   Lsn append(LogRecordType type, TxnId txn, Lsn prev_lsn,
              std::initializer_list<std::span<const std::byte>> parts = {});
   // Appends the commit record and returns once it is durable.
   Lsn commit(TxnId txn, Lsn prev_lsn);
-  // Makes every record with LSN <= lsn durable; one fence covers all records appended so far,
-  // none when they are already durable.
+  // Makes every record with LSN <= lsn durable, and every record before it: waits until they
+  // are complete, then one flush of the not yet durable records and one fence cover them and
+  // any completed after them. None when they are durable already.
   void persist_up_to(Lsn lsn);
 
   // Called, without locks held, when an append does not fit: checkpoint, complete_checkpoint().
@@ -90,11 +97,13 @@ class LogManager {
   LogCursor read_from_start() const;
   LogCursor read_from_checkpoint() const;  // from the start if there is no checkpoint
 
-  Lsn start_lsn() const;
-  Lsn end_lsn() const;        // where the next record goes
-  Lsn persisted_lsn() const;  // every record before it is durable
+  Lsn start_lsn() const { return start_.load(std::memory_order_acquire); }
+  Lsn end_lsn() const { return reserved_.load(std::memory_order_acquire); }  // the next record's
+  Lsn completed_lsn() const { return completed_.load(std::memory_order_acquire); }
+  Lsn persisted_lsn() const { return persisted_.load(std::memory_order_acquire); }
   Lsn checkpoint_lsn() const;
-  Lsn end_bound() const;  // as persisted in the header: no record ends beyond it
+  // As persisted in the header: no record ends beyond it.
+  Lsn end_bound() const { return end_bound_.load(std::memory_order_acquire); }
   std::uint64_t end_bound_step() const { return end_bound_step_; }
   std::uint64_t capacity() const { return area_.capacity(); }
   std::uint32_t epoch() const { return epoch_; }
@@ -112,13 +121,20 @@ class LogManager {
         type == LogRecordType::kCheckpointBegin || type == LogRecordType::kCheckpointEnd;
     return checkpoint ? 0 : checkpoint_reserve_;
   }
-  bool fits(std::uint64_t size, LogRecordType type) const {
-    return end_ - start_ + size + reserve_for(type) <= area_.capacity();
+  bool fits(Lsn end, std::uint64_t size, LogRecordType type) const {
+    return end - start_lsn() + size + reserve_for(type) <= area_.capacity();
   }
+  // The LSN of a new record of size bytes: [lsn, lsn + size) is this caller's to write.
+  Lsn reserve(std::uint64_t size, LogRecordType type);
+  Lsn reserve_slow(std::uint64_t size, LogRecordType type);
+  // Waits for the records before lsn to complete, then moves the watermark past this one.
+  void publish(Lsn lsn, Lsn end);
   void make_room(std::unique_lock<std::mutex>& lock, std::uint64_t size, LogRecordType type);
-  void persist_all_locked();
+  // Makes the records before `target` durable (waiting for them to complete first).
+  void persist_before(Lsn target);
   void raise_end_bound_locked(Lsn record_end);
   void write_header_locked(Lsn start, Lsn checkpoint);
+  void write_header_locked(Lsn start, Lsn checkpoint, Lsn end_bound);
   bool is_record_start_locked(Lsn lsn) const;
 
   NvmDevice& device_;
@@ -130,14 +146,25 @@ class LogManager {
   std::uint32_t epoch_;
   bool recovered_from_older_header_ = false;
 
+  // reserved_ >= completed_ >= persisted_ >= start_; end_bound_ >= reserved_ (published only
+  // once the header that holds it is durable).
+  std::atomic<Lsn> reserved_;
+  std::atomic<Lsn> completed_;
+  std::atomic<Lsn> persisted_;
+  std::atomic<Lsn> start_;
+  std::atomic<Lsn> end_bound_;
+  struct Stats {
+    std::atomic<std::uint64_t> records{0};
+    std::atomic<std::uint64_t> bytes{0};
+    std::atomic<std::uint64_t> fences{0};
+    std::atomic<std::uint64_t> checkpoints{0};
+  } stats_;
+
+  std::mutex persist_mutex_;  // one committer flushes and fences, the others wait for it
+  // Ordered before persist_mutex_. Guards the header, checkpoint_ and the on_full state.
   mutable std::mutex mutex_;
   std::uint64_t generation_;
-  Lsn start_;
-  Lsn end_;
-  Lsn persisted_;
   Lsn checkpoint_ = kNoLsn;
-  Lsn end_bound_;  // the persisted header's; >= end_
-  LogStats stats_;
   std::function<void()> on_full_;
   bool on_full_running_ = false;
   std::thread::id on_full_thread_;

@@ -15,5 +15,16 @@ cmake -S "$root" -B "$root/build-poison" -DTRISTORE_POISON=ON -DCMAKE_BUILD_TYPE
 cmake --build "$root/build-poison" -j "$(nproc)" --target "${poison_tests[@]}"
 (cd "$root/build-poison" && ctest --output-on-failure -j "$(nproc)" -R "^($(IFS='|'; echo "${poison_tests[*]}"))\$")
 
+# ThreadSanitizer: the tests that run several threads against one log (many appenders, group
+# commit, checkpoints beside appends) must show no data race.
+tsan_tests=(engine_log_manager_test)
+cmake -S "$root" -B "$root/build-tsan" -DTRISTORE_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" -DTRISTORE_BUILD_BENCHMARKS=OFF >/dev/null
+cmake --build "$root/build-tsan" -j "$(nproc)" --target "${tsan_tests[@]}"
+for test in "${tsan_tests[@]}"; do
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+    "$root/build-tsan/tests/$test" --gtest_filter='*Concurrent*' --gtest_color=no
+done
+
 cd "$root/build-test"
 ctest --output-on-failure -j "$(nproc)" --timeout 600 "$@"

@@ -381,7 +381,12 @@ void crash_in_checkpoint(Architecture arch) {
       Config config = config_for(arch, reopened, false);
       config.nvm_path = image;
       auto db = Database::open(config);
-      EXPECT_EQ(db->restart_report().losers, 1u);
+      // Appends only write; the checkpoint's first fence is the first to make the open
+      // transaction's records durable (basic-nvm), so a crash there may lose them all.
+      if (n == 1)
+        EXPECT_LE(db->restart_report().losers, 1u);
+      else
+        EXPECT_EQ(db->restart_report().losers, 1u);
       auto table = db->open_table<std::uint64_t, Row>("rows");
       const Model seen = scan_all(table);
       EXPECT_TRUE(same(seen, committed_before())) << difference(committed_before(), seen);

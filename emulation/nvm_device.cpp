@@ -98,7 +98,9 @@ NvmDevice::~NvmDevice() { pmem_unmap(base_, mapped_length_); }
 
 Counters NvmDevice::counters() const {
   Counters total = counters_;
-  const std::uint64_t log_lines = log_counters_.lines_written.load(std::memory_order_relaxed);
+  const std::uint64_t log_lines =
+      log_counters_.record_lines_written.load(std::memory_order_relaxed) +
+      log_counters_.header_lines_written.load(std::memory_order_relaxed);
   total.nvm_lines_written += log_lines;
   total.nvm_log_lines_written += log_lines;
   total.log_bytes_written += log_counters_.bytes_written.load(std::memory_order_relaxed);

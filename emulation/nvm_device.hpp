@@ -103,17 +103,16 @@ class NvmDevice {
       charge_write_latency(first, count);
   }
 
-  // A write to the log area, from any thread: counted in log_counters(), which counters()
-  // reports as nvm_log_lines_written and within nvm_lines_written, so that data-area writes
-  // (wear, paper Fig. 16) can be told apart. Latency emulation (the simulated LLC) is
-  // single-threaded still.
+  // A write to the log area, from any thread. Not counted here: the log counts its own lines
+  // (log_counters()), which counters() reports as nvm_log_lines_written and within
+  // nvm_lines_written, so that data-area writes (wear, paper Fig. 16) can be told apart.
+  // Latency emulation (the simulated LLC) is single-threaded still.
   void write_log(std::byte* nvm_dst, const void* dram_src, std::size_t length) {
     std::memcpy(nvm_dst, dram_src, length);
-    if (length == 0) return;
-    const auto [first, count] = line_range(nvm_dst, length);
-    log_counters_.lines_written.fetch_add(count, std::memory_order_relaxed);
-    if (llc_) [[unlikely]]
+    if (llc_ && length != 0) [[unlikely]] {
+      const auto [first, count] = line_range(nvm_dst, length);
       charge_write_latency(first, count);
+    }
   }
 
   // A write to the double-write area (tiers/double_write_area.hpp): counted in
@@ -146,12 +145,14 @@ class NvmDevice {
     fence();
   }
 
-  // The log's counts: bumped by appenders on any thread, where the rest of Counters is
-  // written by the one thread that owns the tier.
+  // The log's counts, kept by the log (engine/log_manager.cpp) on any thread, where the rest of
+  // Counters is written by the one thread that owns the tier. Records' fields are written by
+  // one appender at a time; the others may be bumped by any thread.
   struct LogCounters {
-    std::atomic<std::uint64_t> lines_written{0};
+    std::atomic<std::uint64_t> record_lines_written{0};
     std::atomic<std::uint64_t> bytes_written{0};
     std::atomic<std::uint64_t> records{0};
+    std::atomic<std::uint64_t> header_lines_written{0};  // header copies, erased areas
     std::atomic<std::uint64_t> checkpoints{0};
   };
   LogCounters& log_counters() { return log_counters_; }

@@ -96,6 +96,7 @@ std::unique_ptr<LogManager> LogManager::create(NvmDevice& device, std::span<std:
   device.write_log(area.data() + sizeof(LogHeader), &empty, sizeof(empty));
   device.write_log(area.data() + header.generation % kLogHeaderCopies * sizeof(LogHeader), &header,
                    sizeof(header));
+  device.log_counters().header_lines_written.fetch_add(3, std::memory_order_relaxed);
   device.persist(area.data(), kLogHeaderCopies * sizeof(LogHeader));
   return std::unique_ptr<LogManager>(new LogManager(device, area, header, options));
 }
@@ -173,7 +174,12 @@ std::unique_ptr<LogManager> LogManager::open(NvmDevice& device, std::span<std::b
   std::lock_guard lock(log->mutex_);
   log->reserved_ = log->completed_ = log->persisted_ = end;
   log->area_.flush(header->start_lsn, end - header->start_lsn);
-  if (from_older) log->area_.erase(end, header->start_lsn + capacity - end);
+  if (from_older) {
+    const std::uint64_t erased = header->start_lsn + capacity - end;
+    log->area_.erase(end, erased);
+    device.log_counters().header_lines_written.fetch_add(log->area_.lines(end, erased),
+                                                         std::memory_order_relaxed);
+  }
   log->epoch_ = std::max(header->epoch, cursor.last_epoch()) + 1;
   if (log->epoch_ > kMaxLogEpoch) fail("log corrupt: epoch {}", log->epoch_);
   log->recovered_from_older_header_ = from_older;
@@ -207,13 +213,7 @@ Lsn LogManager::append(LogRecordType type, TxnId txn, Lsn prev_lsn,
     area_.write(position, part.data(), part.size());
     position += part.size();
   }
-  publish(lsn, lsn + size);
-
-  stats_.records.fetch_add(1, std::memory_order_relaxed);
-  stats_.bytes.fetch_add(size, std::memory_order_relaxed);
-  auto& counters = device_.log_counters();
-  counters.bytes_written.fetch_add(size, std::memory_order_relaxed);
-  counters.records.fetch_add(1, std::memory_order_relaxed);
+  publish(lsn, lsn + size, sizeof(header) + payload_size);
   return lsn;
 }
 
@@ -249,10 +249,24 @@ void wait_until(Done done) {
     if (spins >= 64) std::this_thread::yield();
 }
 
+// Stores a new count, for counters only one thread at a time updates: no read-modify-write,
+// whose lock would stall each append behind the draining of its own copy's stores.
+void bump(std::atomic<std::uint64_t>& counter, std::uint64_t by) {
+  counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+}
+
 }  // namespace
 
-void LogManager::publish(Lsn lsn, Lsn end) {
+void LogManager::publish(Lsn lsn, Lsn end, std::uint64_t written) {
   wait_until([&] { return completed_.load(std::memory_order_acquire) == lsn; });
+  // 1. Appenders pass here one at a time, in LSN order.
+  bump(stats_.records, 1);
+  bump(stats_.bytes, end - lsn);
+  auto& counters = device_.log_counters();
+  bump(counters.records, 1);
+  bump(counters.bytes_written, end - lsn);
+  bump(counters.record_lines_written, area_.lines(lsn, written));
+  // 2. The next one may pass, and readers may read this record.
   completed_.store(end, std::memory_order_release);
 }
 
@@ -282,7 +296,7 @@ void LogManager::persist_before(Lsn target) {
   area_.flush(from, to - from);
   device_.fence();
   persisted_.store(to, std::memory_order_release);
-  stats_.fences.fetch_add(1, std::memory_order_relaxed);
+  bump(stats_.fences, 1);  // under persist_mutex_
 }
 
 void LogManager::make_room(std::unique_lock<std::mutex>& lock, std::uint64_t size,
@@ -368,7 +382,7 @@ void LogManager::complete_checkpoint(Lsn checkpoint_begin_lsn, Lsn keep_from) {
     fail("log: cannot keep the log from LSN {}: not a record in [{}, {}]", keep_from, start,
          checkpoint_begin_lsn);
   write_header_locked(keep_from, checkpoint_begin_lsn);
-  stats_.checkpoints.fetch_add(1, std::memory_order_relaxed);
+  bump(stats_.checkpoints, 1);  // under mutex_
   device_.log_counters().checkpoints.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -398,6 +412,7 @@ void LogManager::write_header_locked(Lsn start, Lsn checkpoint, Lsn end_bound) {
   header.checksum = header.compute_checksum();
   LogHeader* copy = &headers_[header.generation % kLogHeaderCopies];
   device_.write_log(reinterpret_cast<std::byte*>(copy), &header, sizeof(header));
+  device_.log_counters().header_lines_written.fetch_add(1, std::memory_order_relaxed);
   device_.persist(copy, sizeof(header));
   generation_ = header.generation;
   start_.store(start, std::memory_order_release);

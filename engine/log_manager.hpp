@@ -127,8 +127,9 @@ class LogManager {
   // The LSN of a new record of size bytes: [lsn, lsn + size) is this caller's to write.
   Lsn reserve(std::uint64_t size, LogRecordType type);
   Lsn reserve_slow(std::uint64_t size, LogRecordType type);
-  // Waits for the records before lsn to complete, then moves the watermark past this one.
-  void publish(Lsn lsn, Lsn end);
+  // Waits for the records before lsn to complete, counts this one (`written` bytes of it
+  // copied), then moves the watermark past it.
+  void publish(Lsn lsn, Lsn end, std::uint64_t written);
   void make_room(std::unique_lock<std::mutex>& lock, std::uint64_t size, LogRecordType type);
   // Makes the records before `target` durable (waiting for them to complete first).
   void persist_before(Lsn target);
@@ -147,10 +148,10 @@ class LogManager {
   bool recovered_from_older_header_ = false;
 
   // reserved_ >= completed_ >= persisted_ >= start_; end_bound_ >= reserved_ (published only
-  // once the header that holds it is durable).
-  std::atomic<Lsn> reserved_;
-  std::atomic<Lsn> completed_;
-  std::atomic<Lsn> persisted_;
+  // once the header that holds it is durable). Apart, as every appender writes the first two.
+  alignas(kCacheLineSize) std::atomic<Lsn> reserved_;
+  alignas(kCacheLineSize) std::atomic<Lsn> completed_;
+  alignas(kCacheLineSize) std::atomic<Lsn> persisted_;
   std::atomic<Lsn> start_;
   std::atomic<Lsn> end_bound_;
   struct Stats {

@@ -103,6 +103,26 @@ void BM_ConcurrentCommit(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(log.stats().fences - shared_fences_before) / commits,
                          benchmark::Counter::kAvgThreads);
 }
+// Appends only (no commit), from several threads at once: the cost of sharing the reservation
+// and the completion watermark.
+void BM_ConcurrentAppend(benchmark::State& state) {
+  LogManager& log = shared_log->log();
+  const std::vector<std::byte> payload(100, std::byte{7});
+  const auto txn = static_cast<TxnId>(state.thread_index());
+  for (auto _ : state)
+    benchmark::DoNotOptimize(log.append(LogRecordType::kUndoLogical, txn, kNoLsn, {payload}));
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
+}
+BENCHMARK(BM_ConcurrentAppend)
+    ->Setup([](const benchmark::State&) { shared_log = new BenchLog("concurrent-append"); })
+    ->Teardown([](const benchmark::State&) {
+      delete shared_log;
+      shared_log = nullptr;
+    })
+    ->Threads(1)
+    ->Threads(2)
+    ->UseRealTime();
+
 BENCHMARK(BM_ConcurrentCommit)
     ->Setup([](const benchmark::State&) {
       shared_log = new BenchLog("concurrent");

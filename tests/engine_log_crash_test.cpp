@@ -12,10 +12,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -79,6 +80,9 @@ class LogCrashTest : public ::testing::Test {
   // Crashes a random workload at fences 1..300, reopens three crash images of each and checks
   // them against what the calls that returned promised.
   void crash_at_each_fence(const LogOptions& options);
+  // Kills an appending child (with this many appending threads) six times at random moments;
+  // every record it reported persisted must be read back intact.
+  void kill_while_appending(unsigned threads);
 
   std::unique_ptr<NvmDevice> make_device(const std::string& path, std::uint64_t area_bytes,
                                          bool create, bool crash_simulation) const {
@@ -282,41 +286,58 @@ std::vector<std::byte> child_payload(std::uint64_t seed, std::uint64_t round, st
   return random_bytes(rng, rng() % 1200);
 }
 
+// threads appenders at once, each with its own indexes (thread << 32 | i), reporting through
+// one pipe (a report is one write of less than PIPE_BUF bytes, so reports never interleave).
 [[noreturn]] void append_until_killed(const std::string& path, std::uint64_t seed,
-                                      std::uint64_t round, int report_fd) {
+                                      std::uint64_t round, int report_fd, unsigned threads) {
   NvmDeviceOptions options;
   options.path = path;
   NvmDevice device(options);
   auto log = LogManager::open(device, {device.base() + kAreaOffset, device.size() - kAreaOffset});
-  std::deque<Lsn> lsns;
+  std::mutex lsns_mutex;
+  std::set<Lsn> lsns;  // records appended (each a record start)
   log->set_on_full([&] {
     const Lsn begin = log->append(LogRecordType::kCheckpointBegin, 0, kNoLsn);
     const Lsn middle = log->start_lsn() + (begin - log->start_lsn()) / 2;
-    while (!lsns.empty() && lsns.front() < middle) lsns.pop_front();
-    log->truncate_before(lsns.empty() ? begin : lsns.front());
-  });
-  std::vector<Report> pending;
-  for (std::uint64_t index = 0; index < 10'000'000; ++index) {
-    const std::vector<std::byte> payload = child_payload(seed, round, index);
-    // prev_lsn carries the index: the parent regenerates the payload from it.
-    const Lsn lsn = log->append(LogRecordType::kUndoLogical, round, index, {payload});
-    lsns.push_back(lsn);
-    pending.push_back({lsn, round, index});
-    if (index % 7 == 6) {
-      log->commit(round, lsn);
-    } else if (index % 5 == 4) {
-      log->persist_up_to(lsn);
-    } else {
-      continue;
+    Lsn start = begin;
+    {
+      std::lock_guard lock(lsns_mutex);
+      lsns.erase(lsns.begin(), lsns.lower_bound(middle));
+      if (!lsns.empty() && *lsns.begin() < begin) start = *lsns.begin();
     }
-    const auto bytes = static_cast<ssize_t>(pending.size() * sizeof(Report));
-    if (::write(report_fd, pending.data(), static_cast<std::size_t>(bytes)) != bytes) ::_exit(2);
-    pending.clear();
-  }
+    log->truncate_before(start);
+  });
+  const auto append_loop = [&](std::uint64_t thread) {
+    std::vector<Report> pending;
+    for (std::uint64_t i = 0; i < 10'000'000; ++i) {
+      const std::uint64_t index = thread << 32 | i;
+      const std::vector<std::byte> payload = child_payload(seed, round, index);
+      // prev_lsn carries the index: the parent regenerates the payload from it.
+      const Lsn lsn = log->append(LogRecordType::kUndoLogical, round, index, {payload});
+      {
+        std::lock_guard lock(lsns_mutex);
+        lsns.insert(lsn);
+      }
+      pending.push_back({lsn, round, index});
+      if (i % 7 == 6) {
+        log->commit(round, lsn);
+      } else if (i % 5 == 4) {
+        log->persist_up_to(lsn);
+      } else {
+        continue;
+      }
+      const auto bytes = static_cast<ssize_t>(pending.size() * sizeof(Report));
+      if (::write(report_fd, pending.data(), static_cast<std::size_t>(bytes)) != bytes) ::_exit(2);
+      pending.clear();
+    }
+  };
+  std::vector<std::thread> others;
+  for (unsigned t = 1; t < threads; ++t) others.emplace_back(append_loop, t);
+  append_loop(0);
   ::_exit(0);
 }
 
-TEST_F(LogCrashTest, KillNineWhileAppendingLosesNoReportedRecord) {
+void LogCrashTest::kill_while_appending(unsigned threads) {
   const std::uint64_t seed = test_seed();
   std::mt19937_64 rng(seed);
   {
@@ -333,7 +354,7 @@ TEST_F(LogCrashTest, KillNineWhileAppendingLosesNoReportedRecord) {
     ASSERT_GE(child, 0);
     if (child == 0) {
       ::close(pipe_fds[0]);
-      append_until_killed(path_, seed, round, pipe_fds[1]);
+      append_until_killed(path_, seed, round, pipe_fds[1], threads);
     }
     ::close(pipe_fds[1]);
     // Drain the pipe while the child runs (a full pipe would stall it), then kill it.
@@ -380,6 +401,13 @@ TEST_F(LogCrashTest, KillNineWhileAppendingLosesNoReportedRecord) {
   }
   std::printf("%zu persisted records of killed children verified\n", verified);
   EXPECT_GT(verified, 0u) << "the children never reported a persisted record";
+}
+
+TEST_F(LogCrashTest, KillNineWhileAppendingLosesNoReportedRecord) { kill_while_appending(1); }
+
+// Four appending threads: the kill leaves records half copied with whole ones after them.
+TEST_F(LogCrashTest, KillNineWhileFourThreadsAppendLosesNoReportedRecord) {
+  kill_while_appending(4);
 }
 
 // What one of several appending threads did: a record (undo, payload from its index) or a

@@ -97,15 +97,19 @@ NvmDevice::NvmDevice(const NvmDeviceOptions& options)
 NvmDevice::~NvmDevice() { pmem_unmap(base_, mapped_length_); }
 
 Counters NvmDevice::counters() const {
+  const auto count = [](const std::atomic<std::uint64_t>& counter) {
+    return counter.load(std::memory_order_relaxed);
+  };
   Counters total = counters_;
-  const std::uint64_t log_lines =
-      log_counters_.record_lines_written.load(std::memory_order_relaxed) +
-      log_counters_.header_lines_written.load(std::memory_order_relaxed);
+  const LogCounters& log = log_counters_;
+  const std::uint64_t log_lines = count(log.record_lines_written) +
+                                  count(log.pending_record_lines_written) +
+                                  count(log.header_lines_written);
   total.nvm_lines_written += log_lines;
   total.nvm_log_lines_written += log_lines;
-  total.log_bytes_written += log_counters_.bytes_written.load(std::memory_order_relaxed);
-  total.log_records += log_counters_.records.load(std::memory_order_relaxed);
-  total.log_checkpoints += log_counters_.checkpoints.load(std::memory_order_relaxed);
+  total.log_bytes_written += count(log.bytes_written) + count(log.pending_bytes_written);
+  total.log_records += count(log.records) + count(log.pending_records);
+  total.log_checkpoints += count(log.checkpoints);
   return total;
 }
 

@@ -146,12 +146,16 @@ class NvmDevice {
   }
 
   // The log's counts, kept by the log (engine/log_manager.cpp) on any thread, where the rest of
-  // Counters is written by the one thread that owns the tier. Records' fields are written by
-  // one appender at a time; the others may be bumped by any thread.
+  // Counters is written by the one thread that owns the tier. The first three are written by
+  // one appender at a time (the one at the log's completed watermark); the others may be
+  // bumped by any thread.
   struct LogCounters {
     std::atomic<std::uint64_t> record_lines_written{0};
     std::atomic<std::uint64_t> bytes_written{0};
     std::atomic<std::uint64_t> records{0};
+    std::atomic<std::uint64_t> pending_record_lines_written{0};  // records finished out of order
+    std::atomic<std::uint64_t> pending_bytes_written{0};
+    std::atomic<std::uint64_t> pending_records{0};
     std::atomic<std::uint64_t> header_lines_written{0};  // header copies, erased areas
     std::atomic<std::uint64_t> checkpoints{0};
   };

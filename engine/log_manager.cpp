@@ -51,6 +51,20 @@ std::uint64_t bound_step_for(std::uint64_t capacity, const LogOptions& options) 
   return (step + kLogRecordAlignment - 1) / kLogRecordAlignment * kLogRecordAlignment;
 }
 
+// Waits are for other appenders' copies, a few microseconds: spin briefly, then yield the core
+// (there may be more threads than cores).
+template <typename Done>
+void wait_until(Done done) {
+  for (int spins = 0; !done(); ++spins)
+    if (spins >= 64) std::this_thread::yield();
+}
+
+// Stores a new count, for counters only one thread at a time updates: no read-modify-write,
+// whose lock would stall each append behind the draining of its own copy's stores.
+void bump(std::atomic<std::uint64_t>& counter, std::uint64_t by) {
+  counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+}
+
 }  // namespace
 
 LogManager::LogManager(NvmDevice& device, std::span<std::byte> area, const LogHeader& header,
@@ -61,9 +75,11 @@ LogManager::LogManager(NvmDevice& device, std::span<std::byte> area, const LogHe
       log_id_(header.log_id),
       checkpoint_reserve_(checkpoint_reserve(header.capacity)),
       end_bound_step_(bound_step_for(header.capacity, options)),
+      after_reserve_(options.after_reserve),
       epoch_(header.epoch),
       reserved_(header.start_lsn),
       completed_(header.start_lsn),
+      pending_(new std::atomic<Lsn>[kPendingSlots]()),
       persisted_(header.start_lsn),
       start_(header.start_lsn),
       end_bound_(header.end_bound),
@@ -198,6 +214,8 @@ Lsn LogManager::append(LogRecordType type, TxnId txn, Lsn prev_lsn,
 
   // 1. Reserve, 2. write without any lock, 3. publish. The flush is the committer's.
   const Lsn lsn = reserve(size, type);
+  if (after_reserve_) [[unlikely]]
+    after_reserve_(lsn);
   LogRecordHeader header{};
   header.payload_size = static_cast<std::uint32_t>(payload_size);
   header.lsn = lsn;
@@ -219,10 +237,20 @@ Lsn LogManager::append(LogRecordType type, TxnId txn, Lsn prev_lsn,
 
 Lsn LogManager::reserve(std::uint64_t size, LogRecordType type) {
   Lsn lsn = reserved_.load(std::memory_order_relaxed);
-  while (fits(lsn, size, type) && lsn + size <= end_bound())
-    [[likely]] if (reserved_.compare_exchange_weak(lsn, lsn + size,
-                                                   std::memory_order_acq_rel)) return lsn;
-  return reserve_slow(size, type);
+  for (;;) {
+    if (!fits(lsn, size, type) || lsn + size > end_bound()) [[unlikely]]
+      return reserve_slow(size, type);
+    // Records in flight start within one window of the watermark (pending_'s size).
+    if (lsn - completed_.load(std::memory_order_relaxed) >= kPendingWindow) [[unlikely]] {
+      wait_until([&] {
+        advance();
+        return reserved_.load(std::memory_order_relaxed) - completed_lsn() < kPendingWindow;
+      });
+      lsn = reserved_.load(std::memory_order_relaxed);
+      continue;
+    }
+    if (reserved_.compare_exchange_weak(lsn, lsn + size, std::memory_order_acq_rel)) return lsn;
+  }
 }
 
 Lsn LogManager::reserve_slow(std::uint64_t size, LogRecordType type) {
@@ -233,41 +261,56 @@ Lsn LogManager::reserve_slow(std::uint64_t size, LogRecordType type) {
       make_room(lock, size, type);
       continue;
     }
+    if (lsn - completed_lsn() >= kPendingWindow) {
+      wait_until([&] {
+        advance();
+        return reserved_.load(std::memory_order_relaxed) - completed_lsn() < kPendingWindow;
+      });
+      continue;
+    }
     // Appends on the fast path stop at the bound this raises until it is durable.
     if (lsn + size > end_bound()) raise_end_bound_locked(lsn + size);
     if (reserved_.compare_exchange_strong(lsn, lsn + size, std::memory_order_acq_rel)) return lsn;
   }
 }
 
-namespace {
-
-// Waits are for other appenders' copies, a few microseconds: spin briefly, then yield the core
-// (there may be more threads than cores).
-template <typename Done>
-void wait_until(Done done) {
-  for (int spins = 0; !done(); ++spins)
-    if (spins >= 64) std::this_thread::yield();
-}
-
-// Stores a new count, for counters only one thread at a time updates: no read-modify-write,
-// whose lock would stall each append behind the draining of its own copy's stores.
-void bump(std::atomic<std::uint64_t>& counter, std::uint64_t by) {
-  counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
-}
-
-}  // namespace
-
 void LogManager::publish(Lsn lsn, Lsn end, std::uint64_t written) {
-  wait_until([&] { return completed_.load(std::memory_order_acquire) == lsn; });
-  // 1. Appenders pass here one at a time, in LSN order.
-  bump(stats_.records, 1);
-  bump(stats_.bytes, end - lsn);
+  const std::uint64_t lines = area_.lines(lsn, written);
   auto& counters = device_.log_counters();
-  bump(counters.records, 1);
-  bump(counters.bytes_written, end - lsn);
-  bump(counters.record_lines_written, area_.lines(lsn, written));
-  // 2. The next one may pass, and readers may read this record.
-  completed_.store(end, std::memory_order_release);
+  if (completed_.load(std::memory_order_acquire) == lsn) [[likely]] {
+    // 1. At the watermark: nobody else can move it (no pending entry names this record), and
+    //    the watermark orders this appender after the one before, so plain stores count.
+    bump(stats_.records, 1);
+    bump(stats_.bytes, end - lsn);
+    bump(counters.records, 1);
+    bump(counters.bytes_written, end - lsn);
+    bump(counters.record_lines_written, lines);
+    completed_.store(end, std::memory_order_release);
+    // 2. Records after it that were published while it was being written.
+    if (pending_[pending_slot(end)].load(std::memory_order_acquire) > end) [[unlikely]]
+      advance();
+    return;
+  }
+  // 3. Behind another record: leave it pending (counted apart, as several threads may be
+  //    here at once) and move on. Whoever moves the watermark to it moves it past it.
+  stats_.pending_records.fetch_add(1, std::memory_order_relaxed);
+  stats_.pending_bytes.fetch_add(end - lsn, std::memory_order_relaxed);
+  counters.pending_records.fetch_add(1, std::memory_order_relaxed);
+  counters.pending_bytes_written.fetch_add(end - lsn, std::memory_order_relaxed);
+  counters.pending_record_lines_written.fetch_add(lines, std::memory_order_relaxed);
+  pending_[pending_slot(lsn)].store(end, std::memory_order_release);
+  advance();
+}
+
+void LogManager::advance() const {
+  // A pending entry above c is the end of the record at c: entries of earlier records in the
+  // same slot end at or before c, and no record in flight starts a window or more past c.
+  Lsn c = completed_.load(std::memory_order_acquire);
+  for (;;) {
+    const Lsn end = pending_[pending_slot(c)].load(std::memory_order_acquire);
+    if (end <= c) return;
+    if (completed_.compare_exchange_weak(c, end, std::memory_order_acq_rel)) c = end;
+  }
 }
 
 Lsn LogManager::commit(TxnId txn, Lsn prev_lsn) {
@@ -285,7 +328,12 @@ void LogManager::persist_up_to(Lsn lsn) {
 
 void LogManager::persist_before(Lsn target) {
   // 1. Wait until the records before target are whole: their writers have published them.
-  wait_until([&] { return completed_lsn() >= target; });
+  //    Helping to move the watermark: the store that left a record pending may have missed
+  //    its predecessor's last look.
+  wait_until([&] {
+    advance();
+    return completed_lsn() >= target;
+  });
   // 2. One committer at a time; those that waited may find a fence already covered them.
   std::lock_guard lock(persist_mutex_);
   const Lsn from = persisted_lsn();
@@ -429,6 +477,7 @@ bool LogManager::is_record_start_locked(Lsn lsn) const {
 
 LogCursor LogManager::read_from(Lsn lsn) const {
   // The complete records; a checkpoint running beside appends may move the start on.
+  advance();
   const Lsn start = start_lsn();
   const Lsn end = completed_lsn();
   if (lsn < start || lsn > end)
@@ -458,8 +507,10 @@ Lsn LogManager::checkpoint_lsn() const {
 }
 
 LogStats LogManager::stats() const {
-  return {stats_.records.load(std::memory_order_relaxed),
-          stats_.bytes.load(std::memory_order_relaxed),
+  return {stats_.records.load(std::memory_order_relaxed) +
+              stats_.pending_records.load(std::memory_order_relaxed),
+          stats_.bytes.load(std::memory_order_relaxed) +
+              stats_.pending_bytes.load(std::memory_order_relaxed),
           stats_.fences.load(std::memory_order_relaxed),
           stats_.checkpoints.load(std::memory_order_relaxed)};
 }

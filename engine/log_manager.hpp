@@ -3,11 +3,12 @@
 //
 // An append reserves its LSN range with one compare-and-swap (a mutex only when the end
 // bound must move or the log is full), then copies and checksums its record outside any
-// lock, and publishes it: records complete in LSN order, so `completed` is a watermark below
-// which every record is whole. A commit waits for the watermark to pass its record, then
-// flushes the records before it itself and fences: an sfence drains only its own core's
-// flushes, so no committer relies on another's. Commits waiting while one of them fences find
-// themselves covered afterwards (group commit).
+// lock, and publishes it: `completed` is a watermark below which every record is whole. A
+// record finished while one before it is still being written waits in a pending table, and
+// whoever moves the watermark to it moves it past it, so no appender waits for another. A commit
+// waits for the watermark to pass its record, then flushes the records before it itself and fences:
+// an sfence drains only its own core's flushes, so no committer relies on another's. Commits
+// waiting while one of them fences find themselves covered afterwards (group commit).
 //
 //   auto log = LogManager::create(tier.device(), tier.log_area());
 //   log->set_on_full([&] { engine.checkpoint(); });  // ends in complete_checkpoint()
@@ -49,6 +50,9 @@ struct LogOptions {
   // it: restart looks for the end at most this far past it, and appends write the header once
   // per this many bytes of log. 0: capacity / 64, between 4 KiB and 1 MiB.
   std::uint64_t end_bound_step = 0;
+  // Tests: called by an append between reserving its LSN and writing its record, so that a
+  // test can hold a record in flight while others complete after it.
+  std::function<void(Lsn)> after_reserve = {};
 };
 
 class LogManager {
@@ -127,9 +131,12 @@ class LogManager {
   // The LSN of a new record of size bytes: [lsn, lsn + size) is this caller's to write.
   Lsn reserve(std::uint64_t size, LogRecordType type);
   Lsn reserve_slow(std::uint64_t size, LogRecordType type);
-  // Waits for the records before lsn to complete, counts this one (`written` bytes of it
-  // copied), then moves the watermark past it.
+  // Counts the record (`written` bytes of it copied) and moves the watermark past it, or, if
+  // a record before it is still being written, leaves it pending for whoever completes that.
   void publish(Lsn lsn, Lsn end, std::uint64_t written);
+  // Moves the watermark over pending records that follow it.
+  void advance() const;
+  static std::size_t pending_slot(Lsn lsn) { return lsn / kLogRecordAlignment % kPendingSlots; }
   void make_room(std::unique_lock<std::mutex>& lock, std::uint64_t size, LogRecordType type);
   // Makes the records before `target` durable (waiting for them to complete first).
   void persist_before(Lsn target);
@@ -144,19 +151,27 @@ class LogManager {
   std::uint32_t log_id_;
   std::uint64_t checkpoint_reserve_;
   std::uint64_t end_bound_step_;
+  std::function<void(Lsn)> after_reserve_;
   std::uint32_t epoch_;
   bool recovered_from_older_header_ = false;
 
   // reserved_ >= completed_ >= persisted_ >= start_; end_bound_ >= reserved_ (published only
   // once the header that holds it is durable). Apart, as every appender writes the first two.
+  // pending_: for a record completed while one before it was not, its end, in the slot of
+  // its start; records in flight start less than kPendingWindow past completed_.
+  static constexpr std::size_t kPendingSlots = 1 << 14;
+  static constexpr std::uint64_t kPendingWindow = kPendingSlots * kLogRecordAlignment;
   alignas(kCacheLineSize) std::atomic<Lsn> reserved_;
-  alignas(kCacheLineSize) std::atomic<Lsn> completed_;
+  alignas(kCacheLineSize) mutable std::atomic<Lsn> completed_;
+  std::unique_ptr<std::atomic<Lsn>[]> pending_;
   alignas(kCacheLineSize) std::atomic<Lsn> persisted_;
   std::atomic<Lsn> start_;
   std::atomic<Lsn> end_bound_;
   struct Stats {
-    std::atomic<std::uint64_t> records{0};
+    std::atomic<std::uint64_t> records{0};  // by the appender at the watermark
     std::atomic<std::uint64_t> bytes{0};
+    std::atomic<std::uint64_t> pending_records{0};  // by any appender
+    std::atomic<std::uint64_t> pending_bytes{0};
     std::atomic<std::uint64_t> fences{0};
     std::atomic<std::uint64_t> checkpoints{0};
   } stats_;

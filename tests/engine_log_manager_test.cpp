@@ -617,12 +617,17 @@ TEST_F(LogManagerTest, ConcurrentAppendsToAFullLogRunOneCheckpointAtATime) {
   EXPECT_EQ(log->stats().records, kThreads * kPerThread + calls.load());
 }
 
-// Eight appenders on two cores, a reader and a persister beside them: every record below
+// Eight appenders on two cores, a reader and a persister beside them, records finishing out of
+// order: every record below
 // the completed watermark reads back whole (the reader never sees a record being copied), and
 // persist_up_to returns only once everything before the LSN it was given is durable.
 TEST_F(LogManagerTest, ConcurrentReaderAndPersisterSeeOnlyWholeRecordsBelowTheWatermarks) {
   create_device(8 << 20);
-  auto log = LogManager::create(*device_, area());
+  LogOptions options;  // one append in eight gives up its core while in flight
+  options.after_reserve = [](Lsn lsn) {
+    if ((lsn / kLogRecordAlignment) % 8 == 0) std::this_thread::yield();
+  };
+  auto log = LogManager::create(*device_, area(), options);
   constexpr int kThreads = 8;
   constexpr std::uint64_t kPerThread = 1000;
   const auto payload_of = [](std::uint64_t thread, std::uint64_t index) {
@@ -671,6 +676,56 @@ TEST_F(LogManagerTest, ConcurrentReaderAndPersisterSeeOnlyWholeRecordsBelowTheWa
   EXPECT_EQ(log->completed_lsn(), log->end_lsn());
 }
 
+// A record held in flight (its appender stopped between reserving and writing) while two later
+// ones complete: they wait as pending, the watermark stays at the held record, a commit after
+// them returns only once the held one is written too, and then one fence covers all of it.
+TEST_F(LogManagerTest, RecordsCompletedOutOfOrderWaitAsPendingUntilTheOneBeforeThemIsWritten) {
+  create_device(1 << 20);
+  std::atomic<Lsn> held{kNoLsn};
+  std::atomic<bool> release{false};
+  LogOptions options;
+  options.after_reserve = [&](Lsn lsn) {
+    if (held.load() != kNoLsn) return;  // only the first append is held
+    held.store(lsn);
+    while (!release.load()) std::this_thread::yield();
+  };
+  auto log = LogManager::create(*device_, area(), options);
+  const Lsn start = log->completed_lsn();
+  const std::vector<std::byte> payload(200, std::byte{1});
+  std::thread slow([&] { log->append(LogRecordType::kUndoLogical, 1, kNoLsn, {payload}); });
+  while (held.load() == kNoLsn) std::this_thread::yield();
+
+  const Lsn second = log->append(LogRecordType::kUndoLogical, 2, kNoLsn, {payload});
+  const Lsn third = log->append(LogRecordType::kUndoLogical, 2, second, {payload});
+  EXPECT_EQ(held.load(), start);
+  EXPECT_GT(second, start);
+  EXPECT_EQ(log->completed_lsn(), start) << "the watermark passed a record still in flight";
+  EXPECT_EQ(log->stats().records, 2u);
+  std::atomic<bool> committed{false};
+  std::thread committer([&] {
+    log->commit(2, third);
+    committed.store(true);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(committed.load()) << "a commit returned before a record before it was written";
+  EXPECT_EQ(log->stats().fences, 0u);
+
+  release.store(true);
+  slow.join();
+  committer.join();
+  EXPECT_EQ(log->completed_lsn(), log->end_lsn());
+  EXPECT_EQ(log->persisted_lsn(), log->end_lsn());
+  EXPECT_EQ(log->stats().fences, 1u);
+  std::vector<std::vector<std::byte>> payloads;
+  const auto records = read_all(log->read_from_start(), payloads);
+  ASSERT_EQ(records.size(), 4u);
+  EXPECT_EQ(records[0].txn, 1u);
+  EXPECT_EQ(records[1].lsn, second);
+  EXPECT_EQ(records[2].lsn, third);
+  EXPECT_EQ(records[3].type, LogRecordType::kCommit);
+  EXPECT_EQ(device_->counters().log_records, 4u);
+}
+
 // The header copy open would take: the valid one with the higher generation.
 LogHeader current_header(std::span<const std::byte> area) {
   LogHeader copies[kLogHeaderCopies];
@@ -682,7 +737,7 @@ LogHeader current_header(std::span<const std::byte> area) {
 
 TEST_F(LogManagerTest, EndBoundStaysWithinOneStepPastTheEndAndIsWrittenOncePerStep) {
   create_device(64 << 10);
-  constexpr LogOptions kOptions{.end_bound_step = 1024};
+  const LogOptions kOptions{.end_bound_step = 1024};
   std::mt19937_64 rng(12);
   std::uint64_t truncations = 0;
   {
@@ -711,7 +766,7 @@ TEST_F(LogManagerTest, EndBoundStaysWithinOneStepPastTheEndAndIsWrittenOncePerSt
 
 TEST_F(LogManagerTest, CorruptRecordWithPersistedRecordsAfterItAcrossManyBoundStepsIsAnError) {
   create_device(64 << 10);
-  constexpr LogOptions kOptions{.end_bound_step = 256};
+  const LogOptions kOptions{.end_bound_step = 256};
   std::mt19937_64 rng(13);
   std::deque<Expected> expected;
   {

@@ -51,20 +51,36 @@ class BTreeTable final : public TableInterface<K, V> {
 
   std::uint32_t table_id() const override { return table_id_; }
 
-  bool get(const K& key, V& out) override { return read_tree_.lookup(key, out); }
-  bool get_part(const K& key, std::size_t offset, std::size_t length, void* out) override {
+  // Reads in a transaction lock the row shared; reads outside one fail on a row an open
+  // transaction changed (engine/lock_manager.hpp).
+  bool get(TransactionState* txn, const K& key, V& out) override {
+    lock_row(txn, key, LockMode::kShared);
+    return read_tree_.lookup(key, out);
+  }
+  bool get_part(TransactionState* txn, const K& key, std::size_t offset, std::size_t length,
+                void* out) override {
     check_part(offset, length);
+    lock_row(txn, key, LockMode::kShared);
     return read_tree_.lookup_part(key, static_cast<std::uint32_t>(offset),
                                   static_cast<std::uint32_t>(length), out);
   }
-  std::size_t scan(const K& from, std::size_t limit, const Visit& visit) override {
-    return read_tree_.scan(from, limit, visit);
+  // Each row visited is locked (in a transaction) or checked as a get would be; with no row
+  // locked anywhere the scan runs as it is. Rows inserted later into the range are not
+  // locked against (no key-range locks): a scan repeated in a transaction may see them.
+  std::size_t scan(TransactionState* txn, const K& from, std::size_t limit,
+                   const Visit& visit) override {
+    if (txn == nullptr && transactions_.locks().locked_rows() == 0)
+      return read_tree_.scan(from, limit, visit);
+    return read_tree_.scan(from, limit, [&](const K& key, const V& value) {
+      lock_row(txn, key, LockMode::kShared);
+      return visit(key, value);
+    });
   }
 
   // Durable: one walk of the tree, whose leaf change is logged with its undo in one record
   // (OperationLog). main-memory keeps its undo in DRAM, found by a lookup first.
   bool insert(TransactionState* txn, const K& key, const V& value) override {
-    return changing(txn, [&](TransactionState& t) {
+    return changing(txn, key, [&](TransactionState& t) {
       if (undo_with_redo()) return operation(t, this, [&] { return tree_.insert(key, value); });
       V old;
       if (tree_.lookup(key, old)) return false;
@@ -80,7 +96,7 @@ class BTreeTable final : public TableInterface<K, V> {
     check_part(offset, length);
     const auto part_offset = static_cast<std::uint32_t>(offset);
     const auto part_length = static_cast<std::uint32_t>(length);
-    return changing(txn, [&](TransactionState& t) {
+    return changing(txn, key, [&](TransactionState& t) {
       auto change = [&] { return tree_.update_part(key, part_offset, part_length, bytes); };
       if (undo_with_redo()) return operation(t, this, change);
       std::byte before[sizeof(V)];
@@ -90,7 +106,7 @@ class BTreeTable final : public TableInterface<K, V> {
     });
   }
   bool remove(TransactionState* txn, const K& key) override {
-    return changing(txn, [&](TransactionState& t) {
+    return changing(txn, key, [&](TransactionState& t) {
       if (undo_with_redo()) return operation(t, this, [&] { return tree_.remove(key); });
       V old;
       if (!tree_.lookup(key, old)) return false;
@@ -182,8 +198,23 @@ class BTreeTable final : public TableInterface<K, V> {
   // room for its undo record (and that record's copy) and its redo. The redo's room is that of
   // a tree one level higher: the operation may grow the tree, and its undo (an abort whose
   // undo must not fail for lack of log) then runs on the higher one.
+  // Rows are named by their key's bytes: equal keys must have equal bytes (no padding).
+  static_assert(std::has_unique_object_representations_v<K>,
+                "a table key type must have no padding bytes (row locks hash its bytes)");
+  void lock_row(TransactionState* txn, const K& key, LockMode mode) {
+    LockManager& locks = transactions_.locks();
+    if (txn == nullptr && locks.locked_rows() == 0) [[likely]]
+      return;  // nothing to check against, and the name is not needed
+    const LockName name = lock_name(table_id_, std::as_bytes(std::span(&key, 1)));
+    if (txn != nullptr)
+      locks.lock(*txn, table_id_, name, mode);
+    else
+      locks.check_free(table_id_, name, mode);
+  }
+
   template <typename Body>
-  bool changing(TransactionState* txn, Body&& body) {
+  bool changing(TransactionState* txn, const K& key, Body&& body) {
+    lock_row(txn, key, LockMode::kExclusive);
     if constexpr (kLogged) {
       constexpr std::uint64_t kUndoPayload = sizeof(UndoLogical) + sizeof(K) + sizeof(V);
       if (transactions_.durable())

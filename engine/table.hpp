@@ -1,7 +1,9 @@
 #pragma once
 // A typed table: a B+-tree of fixed-size keys and values. Cheap to copy (a handle).
-// Changing operations come in two forms: with a Transaction (part of it) and without (a
-// transaction of their own, durable when the call returns on a durable architecture).
+// Operations come in two forms: with a Transaction (part of it) and without. A change without
+// one is a transaction of its own, durable when the call returns on a durable architecture.
+// Transactions are isolated by row locks (engine/lock_manager.hpp): a row another open
+// transaction holds against an operation makes it throw LockConflict; abort and retry.
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -19,10 +21,10 @@ class Table {
   explicit Table(std::shared_ptr<TableInterface<K, V>> impl) : impl_(std::move(impl)) {}
 
   // Point operations; each returns whether the key was found (insert: was absent).
-  bool get(const K& key, V& out) { return impl_->get(key, out); }
+  bool get(const K& key, V& out) { return impl_->get(nullptr, key, out); }
   // Reads value bytes [offset, offset + length) only: touches only their cache lines.
   bool get_part(const K& key, std::size_t offset, std::size_t length, void* out) {
-    return impl_->get_part(key, offset, length, out);
+    return impl_->get_part(nullptr, key, offset, length, out);
   }
   bool insert(const K& key, const V& value) { return impl_->insert(nullptr, key, value); }
   bool update(const K& key, const V& value) { return impl_->update(nullptr, key, value); }
@@ -43,12 +45,23 @@ class Table {
     return impl_->update_part(&txn.state(), key, offset, length, bytes);
   }
   bool remove(Transaction& txn, const K& key) { return impl_->remove(&txn.state(), key); }
+  // Reads in a transaction: the row stays as read until the transaction ends.
+  bool get(Transaction& txn, const K& key, V& out) { return impl_->get(&txn.state(), key, out); }
+  bool get_part(Transaction& txn, const K& key, std::size_t offset, std::size_t length, void* out) {
+    return impl_->get_part(&txn.state(), key, offset, length, out);
+  }
 
   // Visits entries with key >= from in ascending key order, at most `limit` of them, until
   // visit(key, value) returns false. Returns the number visited.
   std::size_t scan(const K& from, std::size_t limit,
                    const typename TableInterface<K, V>::Visit& visit) {
-    return impl_->scan(from, limit, visit);
+    return impl_->scan(nullptr, from, limit, visit);
+  }
+  // The same in a transaction: each row visited stays as read until it ends (rows inserted
+  // into the range later are not locked against).
+  std::size_t scan(Transaction& txn, const K& from, std::size_t limit,
+                   const typename TableInterface<K, V>::Visit& visit) {
+    return impl_->scan(&txn.state(), from, limit, visit);
   }
   // Fills an empty table with `count` entries in ascending key order, generate(i, key, value)
   // giving the i-th; leaves are filled to `fill_factor` (the paper uses 0.66). Not logged: a

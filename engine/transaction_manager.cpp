@@ -100,6 +100,7 @@ Transaction TransactionManager::begin() {
   refuse_if_restart_needed("begin a transaction");
   auto state = std::make_unique<TransactionState>();
   state->reset(next_txn_++);
+  state->locks.reserve(64);  // a typical transaction's row locks, in one allocation
   active_[state->id] = state.get();
   return Transaction(this, std::move(state));
 }
@@ -144,6 +145,7 @@ void TransactionManager::forget(TransactionState& txn) {
 }
 
 void TransactionManager::finish(TransactionState& txn) {
+  locks_.release_all(txn);  // after the undo of an abort: its rows were its own until now
   live_undo_bytes_ -= txn.undo_copy_bytes;
   txn.undo_copy_bytes = 0;
   txn.finished = true;

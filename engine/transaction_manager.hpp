@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/durable_store.hpp"
+#include "engine/lock_manager.hpp"
 #include "engine/log_manager.hpp"
 #include "engine/restart_report.hpp"
 #include "engine/transaction.hpp"
@@ -43,6 +44,8 @@ class TransactionManager {
 
   bool durable() const { return log_ != nullptr; }
   LogManager* log() { return log_; }
+  // Row locks of open transactions, released when they end (isolation).
+  LockManager& locks() { return locks_; }
 
   Transaction begin();
   // The state of a single-operation transaction for calls without a Transaction (reused).
@@ -137,6 +140,7 @@ class TransactionManager {
   // Unfinished transactions begun with begin(); the autocommit one apart (no map insert per
   // operation): for_each_active visits both.
   std::map<TxnId, TransactionState*> active_;
+  LockManager locks_;
   TransactionState autocommit_;
   bool autocommit_active_ = false;
   std::map<TxnId, Loser> losers_;

@@ -37,6 +37,7 @@ class TransactionState {
   std::vector<UndoStep> undo;
   std::vector<std::byte> undo_bytes;  // payloads, kept in one buffer (no allocation per step)
   std::uint64_t undo_copy_bytes = 0;  // log bytes the next checkpoint needs to copy `undo`
+  std::vector<std::uint64_t> locks;   // LockNames held (engine/lock_manager.hpp)
   bool finished = false;
 
   void chain(Lsn lsn) {
@@ -49,6 +50,7 @@ class TransactionState {
     undo.clear();
     undo_bytes.clear();
     undo_copy_bytes = 0;
+    locks.clear();
     finished = false;
   }
   std::span<const std::byte> payload(const UndoStep& step) const {

@@ -7,6 +7,7 @@
 #include <random>
 #include <string>
 
+#include "architecture_test_name.hpp"
 #include "engine/database.hpp"
 #include "engine/restart_report.hpp"
 #include "engine/storage_files.hpp"
@@ -81,11 +82,7 @@ TEST_P(EngineCheckpointInterval, TheDefaultIsAQuarterOfTheLog) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Durable, EngineCheckpointInterval, testing::ValuesIn(kDurable),
-                         [](const auto& info) {
-                           std::string name(architecture_name(info.param));
-                           std::erase(name, '-');
-                           return name;
-                         });
+                         testing_support::ArchitectureTestName{});
 
 }  // namespace
 }  // namespace tristore

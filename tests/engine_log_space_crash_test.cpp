@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "architecture_test_name.hpp"
 #include "emulation/crash_simulator.hpp"
 #include "engine/database.hpp"
 #include "engine/log_manager.hpp"
@@ -254,11 +255,7 @@ TEST_P(EngineLogSpaceCrash, KilledDuringTheRestartUndoOfALongTransactionRecovers
 }
 
 INSTANTIATE_TEST_SUITE_P(Durable, EngineLogSpaceCrash, testing::ValuesIn(kDurable),
-                         [](const auto& info) {
-                           std::string name(architecture_name(info.param));
-                           std::erase(name, '-');
-                           return name;
-                         });
+                         testing_support::ArchitectureTestName{});
 
 // The crash simulator cuts the run at a fence: a power failure, after which only flushed and
 // fenced lines are sure to survive (a checkpoint's copies may survive in part).

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "architecture_test_name.hpp"
 #include "common/error.hpp"
 #include "engine/database.hpp"
 #include "engine/table.hpp"
@@ -229,11 +230,7 @@ TEST_P(EngineLogSpace, LiveUndoReachesAboutHalfTheLog) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Durable, EngineLogSpace, testing::ValuesIn(kDurable),
-                         [](const auto& info) {
-                           std::string name(architecture_name(info.param));
-                           std::erase(name, '-');
-                           return name;
-                         });
+                         testing_support::ArchitectureTestName{});
 
 // The sizing rule (a log of an eighth of NVM) serves a realistic long transaction on a small
 // NVM: 1000 updates of YCSB's 1000-byte rows in one transaction, 24 MiB of NVM.

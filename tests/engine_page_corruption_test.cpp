@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <string>
 
+#include "architecture_test_name.hpp"
 #include "tests/engine_corruption_support.hpp"
 
 namespace tristore {
@@ -108,19 +109,11 @@ TEST_P(EngineNvmSlotHeaderCorruption, FlippedByteInALiveSlotHeaderNeverFreesTheS
 INSTANTIATE_TEST_SUITE_P(Architectures, EngineNvmPageCorruption,
                          ::testing::Values(Architecture::kThreeTier, Architecture::kBasicNvm,
                                            Architecture::kNvmDirect),
-                         [](const auto& info) {
-                           std::string name(architecture_name(info.param));
-                           std::erase(name, '-');
-                           return name;
-                         });
+                         testing_support::ArchitectureTestName{});
 
 INSTANTIATE_TEST_SUITE_P(Architectures, EngineNvmSlotHeaderCorruption,
                          ::testing::Values(Architecture::kBasicNvm, Architecture::kNvmDirect),
-                         [](const auto& info) {
-                           std::string name(architecture_name(info.param));
-                           std::erase(name, '-');
-                           return name;
-                         });
+                         testing_support::ArchitectureTestName{});
 
 // The witness in the NVM file (engine/ssd_generation_witness.hpp) knows the newest copy was
 // completed: the older one is refused at open, with an Error that says why.
@@ -146,11 +139,7 @@ TEST_P(EngineSsdMetadataCorruption, FlippedNewestBitmapCopyIsAnErrorAtOpen) {
 
 INSTANTIATE_TEST_SUITE_P(Architectures, EngineSsdMetadataCorruption,
                          ::testing::Values(Architecture::kThreeTier, Architecture::kSsdBm),
-                         [](const auto& info) {
-                           std::string name(architecture_name(info.param));
-                           std::erase(name, '-');
-                           return name;
-                         });
+                         testing_support::ArchitectureTestName{});
 
 }  // namespace
 }  // namespace tristore

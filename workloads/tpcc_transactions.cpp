@@ -45,7 +45,7 @@ NewOrderResult TpccTransactions::new_order(const NewOrderInput& input) {
   std::array<ItemRow, kMaxOrderLines> items;
   std::uint32_t unused_item = input.ol_cnt;
   for (std::uint32_t i = 0; i < input.ol_cnt; ++i) {
-    if (!tables_.item.get({input.lines[i].i_id}, items[i])) {
+    if (!tables_.item.get(txn, {input.lines[i].i_id}, items[i])) {
       unused_item = i;
       break;
     }
@@ -53,15 +53,15 @@ NewOrderResult TpccTransactions::new_order(const NewOrderInput& input) {
 
   // 2. Warehouse and district taxes; take the district's next order id.
   std::int32_t w_tax = 0;
-  tables_.warehouse.get_part({input.w_id}, TPCC_FIELD(WarehouseRow, tax), &w_tax);
+  tables_.warehouse.get_part(txn, {input.w_id}, TPCC_FIELD(WarehouseRow, tax), &w_tax);
   const DistrictKey district_key{input.w_id, input.d_id};
   struct {
     std::uint32_t next_o_id;
     std::int32_t tax;
   } district;
   static_assert(offsetof(DistrictRow, tax) == offsetof(DistrictRow, next_o_id) + 4);
-  if (!tables_.district.get_part(district_key, offsetof(DistrictRow, next_o_id), sizeof(district),
-                                 &district)) {
+  if (!tables_.district.get_part(txn, district_key, offsetof(DistrictRow, next_o_id),
+                                 sizeof(district), &district)) {
     fail("tpcc: district {}/{} is missing", input.w_id, input.d_id);
   }
   const std::uint32_t o_id = district.next_o_id;
@@ -76,8 +76,8 @@ NewOrderResult TpccTransactions::new_order(const NewOrderInput& input) {
   static_assert(offsetof(CustomerRow, last) + sizeof(CustomerRow::last) -
                     offsetof(CustomerRow, discount) ==
                 sizeof(customer));
-  tables_.customer.get_part({input.w_id, input.d_id, input.c_id}, offsetof(CustomerRow, discount),
-                            sizeof(customer), &customer);
+  tables_.customer.get_part(txn, {input.w_id, input.d_id, input.c_id},
+                            offsetof(CustomerRow, discount), sizeof(customer), &customer);
 
   // 4. The order, its new-order entry and its place in the customer's order index.
   const std::int64_t entry_d = now();
@@ -102,7 +102,7 @@ NewOrderResult TpccTransactions::new_order(const NewOrderInput& input) {
     const NewOrderInput::Line& line = input.lines[i];
     const StockKey stock_key{line.supply_w_id, line.i_id};
     StockRow stock;
-    if (!tables_.stock.get(stock_key, stock)) {
+    if (!tables_.stock.get(txn, stock_key, stock)) {
       fail("tpcc: stock {}/{} is missing", line.supply_w_id, line.i_id);
     }
     StockCounters& counters = stock.counters;
@@ -134,22 +134,26 @@ NewOrderResult TpccTransactions::new_order(const NewOrderInput& input) {
   return result;
 }
 
-std::uint32_t TpccTransactions::select_customer(const CustomerSelector& selector) {
+std::uint32_t TpccTransactions::select_customer(const CustomerSelector& selector,
+                                                Transaction* txn) {
   if (!selector.by_last_name) return selector.c_id;
   CustomerNameKey from{};
   from.w_id = selector.w_id;
   from.d_id = selector.d_id;
   std::memcpy(from.last, selector.last, sizeof(from.last));
   customers_with_last_name_.clear();
-  tables_.customer_by_name.scan(from, SIZE_MAX,
-                                [&](const CustomerNameKey& key, const CustomerNameRow& row) {
-                                  if (key.w_id != from.w_id || key.d_id != from.d_id ||
-                                      std::memcmp(key.last, from.last, sizeof(from.last)) != 0) {
-                                    return false;
-                                  }
-                                  customers_with_last_name_.push_back(row.c_id);
-                                  return true;
-                                });
+  const auto visit = [&](const CustomerNameKey& key, const CustomerNameRow& row) {
+    if (key.w_id != from.w_id || key.d_id != from.d_id ||
+        std::memcmp(key.last, from.last, sizeof(from.last)) != 0) {
+      return false;
+    }
+    customers_with_last_name_.push_back(row.c_id);
+    return true;
+  };
+  if (txn != nullptr)
+    tables_.customer_by_name.scan(*txn, from, SIZE_MAX, visit);
+  else
+    tables_.customer_by_name.scan(from, SIZE_MAX, visit);
   if (customers_with_last_name_.empty()) {
     fail("tpcc: no customer named {} in district {}/{}", text_of(selector.last), selector.w_id,
          selector.d_id);
@@ -162,12 +166,13 @@ PaymentResult TpccTransactions::payment(const PaymentInput& input) {
   Transaction txn = tables_.db->begin();
   // 1. Warehouse and district: add the payment to their year-to-date totals.
   WarehouseRow warehouse;
-  if (!tables_.warehouse.get({input.w_id}, warehouse)) fail("tpcc: no warehouse {}", input.w_id);
+  if (!tables_.warehouse.get(txn, {input.w_id}, warehouse))
+    fail("tpcc: no warehouse {}", input.w_id);
   warehouse.ytd += input.h_amount;
   tables_.warehouse.update_part(txn, {input.w_id}, TPCC_FIELD(WarehouseRow, ytd), &warehouse.ytd);
   const DistrictKey district_key{input.w_id, input.d_id};
   DistrictRow district;
-  if (!tables_.district.get(district_key, district)) {
+  if (!tables_.district.get(txn, district_key, district)) {
     fail("tpcc: district {}/{} is missing", input.w_id, input.d_id);
   }
   district.ytd += input.h_amount;
@@ -175,9 +180,9 @@ PaymentResult TpccTransactions::payment(const PaymentInput& input) {
 
   // 2. The customer pays; a bad-credit customer's C_DATA records the payment.
   const CustomerSelector& selector = input.customer;
-  const CustomerKey customer_key{selector.w_id, selector.d_id, select_customer(selector)};
+  const CustomerKey customer_key{selector.w_id, selector.d_id, select_customer(selector, &txn)};
   CustomerRow customer;
-  if (!tables_.customer.get(customer_key, customer)) {
+  if (!tables_.customer.get(txn, customer_key, customer)) {
     fail("tpcc: customer {}/{}/{} is missing", customer_key.w_id, customer_key.d_id,
          customer_key.c_id);
   }
@@ -259,7 +264,7 @@ DeliveryResult TpccTransactions::delivery(const DeliveryInput& input) {
   for (std::uint32_t d_id = 1; d_id <= kDistrictsPerWarehouse; ++d_id) {
     // 1. The district's oldest undelivered order, if any.
     std::uint32_t o_id = 0;
-    tables_.new_order.scan({input.w_id, d_id, 0}, 1,
+    tables_.new_order.scan(txn, {input.w_id, d_id, 0}, 1,
                            [&](const NewOrderKey& key, const NewOrderRow&) {
                              if (key.w_id == input.w_id && key.d_id == d_id) o_id = key.o_id;
                              return false;
@@ -270,11 +275,11 @@ DeliveryResult TpccTransactions::delivery(const DeliveryInput& input) {
     // 2. Set its carrier, and the delivery date of its lines.
     const OrderKey order_key{input.w_id, d_id, o_id};
     std::uint32_t c_id = 0;
-    tables_.order.get_part(order_key, TPCC_FIELD(OrderRow, c_id), &c_id);
+    tables_.order.get_part(txn, order_key, TPCC_FIELD(OrderRow, c_id), &c_id);
     tables_.order.update_part(txn, order_key, TPCC_FIELD(OrderRow, carrier_id), &input.carrier_id);
     std::int64_t sum = 0;
     lines_to_deliver_.clear();
-    tables_.order_line.scan({input.w_id, d_id, o_id, 0}, kMaxOrderLines,
+    tables_.order_line.scan(txn, {input.w_id, d_id, o_id, 0}, kMaxOrderLines,
                             [&](const OrderLineKey& key, const OrderLineRow& row) {
                               if (key.w_id != input.w_id || key.d_id != d_id || key.o_id != o_id)
                                 return false;
@@ -289,7 +294,7 @@ DeliveryResult TpccTransactions::delivery(const DeliveryInput& input) {
     // 3. The customer is charged.
     const CustomerKey customer_key{input.w_id, d_id, c_id};
     CustomerAccount account;
-    tables_.customer.get_part(customer_key, 0, sizeof(account), &account);
+    tables_.customer.get_part(txn, customer_key, 0, sizeof(account), &account);
     account.balance += sum;
     account.delivery_cnt += 1;
     tables_.customer.update_part(txn, customer_key, 0, sizeof(account), &account);

@@ -84,7 +84,8 @@ class TpccTransactions {
   StockLevelResult stock_level(const StockLevelInput& input);
 
  private:
-  std::uint32_t select_customer(const CustomerSelector& selector);
+  // In txn when given (Payment), else outside any (Order-Status, read-only).
+  std::uint32_t select_customer(const CustomerSelector& selector, Transaction* txn = nullptr);
   static std::int64_t now();
 
   TpccTables tables_;

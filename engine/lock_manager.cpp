@@ -1,0 +1,141 @@
+#include "engine/lock_manager.hpp"
+
+#include "common/checksum.hpp"
+#include "engine/transaction_state.hpp"
+
+namespace tristore {
+
+LockName lock_name(std::uint32_t table_id, std::span<const std::byte> key) {
+  // The table in the high half, so rows of different tables never share a lock, and never 0
+  // (an empty slot): table ids stay far below 2^32 - 1.
+  const std::uint32_t hash = crc32c(key.data(), key.size(), table_id);
+  return (static_cast<LockName>(table_id) + 1) << 32 | hash;
+}
+
+LockManager::LockManager() : slots_(1024) {}
+
+void LockManager::lock(TransactionState& txn, std::uint32_t table_id, LockName name,
+                       LockMode mode) {
+  Lock* found = find(name);
+  if (found == nullptr) {
+    // 1. A row nobody holds.
+    Lock& lock = insert(name);
+    if (mode == LockMode::kShared) {
+      lock.shared = 1;
+      lock.shared_by = txn.id;
+    } else {
+      lock.exclusive = txn.id;
+    }
+    txn.locks.push_back(name);
+    return;
+  }
+  // 2. Held already, in this mode or a stronger one.
+  Lock& lock = *found;
+  if (lock.exclusive == txn.id) return;
+  const bool shared_by_me = lock.shared_by == txn.id || (lock.shared > 0 && holds(txn, name));
+  if (mode == LockMode::kShared && shared_by_me) return;
+  // 3. Another transaction's lock in the way (an upgrade needs to be the only reader).
+  if (lock.exclusive != 0) conflict(txn.id, lock.exclusive, table_id, mode);
+  if (mode == LockMode::kExclusive && lock.shared > (shared_by_me ? 1u : 0u))
+    conflict(txn.id, lock.shared_by != txn.id ? lock.shared_by : 0, table_id, mode);
+  // 4. Granted.
+  if (mode == LockMode::kShared) {
+    ++lock.shared;
+    if (lock.shared_by == 0) lock.shared_by = txn.id;
+  } else {
+    lock.shared = 0;
+    lock.shared_by = 0;
+    lock.exclusive = txn.id;
+  }
+  if (!shared_by_me) txn.locks.push_back(name);
+}
+
+void LockManager::check_free_slow(std::uint32_t table_id, LockName name, LockMode mode) const {
+  const Lock* lock = find(name);
+  if (lock == nullptr) return;
+  if (lock->exclusive != 0) conflict(0, lock->exclusive, table_id, mode);
+  if (mode == LockMode::kExclusive && lock->shared != 0)
+    conflict(0, lock->shared_by, table_id, mode);
+}
+
+void LockManager::release_all(TransactionState& txn) {
+  for (const LockName name : txn.locks) {
+    Lock* lock = find(name);
+    if (lock == nullptr) continue;
+    if (lock->exclusive == txn.id) {
+      lock->exclusive = 0;
+    } else if (lock->shared != 0) {
+      --lock->shared;
+      if (lock->shared_by == txn.id) lock->shared_by = 0;
+    }
+    if (lock->exclusive == 0 && lock->shared == 0) erase(lock);
+  }
+  txn.locks.clear();
+}
+
+bool LockManager::holds(const TransactionState& txn, LockName name) {
+  for (const LockName held : txn.locks)
+    if (held == name) return true;
+  return false;
+}
+
+LockManager::Lock* LockManager::find(LockName name) {
+  return const_cast<Lock*>(static_cast<const LockManager*>(this)->find(name));
+}
+
+const LockManager::Lock* LockManager::find(LockName name) const {
+  const std::size_t mask = slots_.size() - 1;
+  for (std::size_t i = name & mask;; i = (i + 1) & mask) {
+    if (slots_[i].name == name) return &slots_[i];
+    if (slots_[i].name == 0) return nullptr;
+  }
+}
+
+LockManager::Lock& LockManager::insert(LockName name) {
+  if (2 * (count_ + 1) > slots_.size()) grow();
+  const std::size_t mask = slots_.size() - 1;
+  std::size_t i = name & mask;
+  while (slots_[i].name != 0) i = (i + 1) & mask;
+  ++count_;
+  slots_[i] = Lock{.name = name};
+  return slots_[i];
+}
+
+void LockManager::erase(Lock* lock) {
+  // Backward shift: move later entries of the probe run into the hole, so that no lookup
+  // stops early at it (no tombstones).
+  const std::size_t mask = slots_.size() - 1;
+  auto hole = static_cast<std::size_t>(lock - slots_.data());
+  for (std::size_t i = (hole + 1) & mask; slots_[i].name != 0; i = (i + 1) & mask) {
+    const std::size_t home = slots_[i].name & mask;
+    // The entry may fill the hole if its home lies at or before the hole, cyclically.
+    if (((i - home) & mask) >= ((i - hole) & mask)) {
+      slots_[hole] = slots_[i];
+      hole = i;
+    }
+  }
+  slots_[hole] = Lock{};
+  --count_;
+}
+
+void LockManager::grow() {
+  std::vector<Lock> old(slots_.size() * 2);
+  old.swap(slots_);
+  count_ = 0;
+  for (const Lock& lock : old)
+    if (lock.name != 0) insert(lock.name) = lock;
+}
+
+void LockManager::conflict(TxnId txn, TxnId holder, std::uint32_t table_id, LockMode wanted) {
+  const char* what = wanted == LockMode::kShared ? "read" : "change";
+  const std::string by =
+      holder != 0 ? fmt::format("transaction {}", holder) : "another transaction";
+  if (txn == 0)
+    throw LockConflict(fmt::format(
+        "cannot {} a row of table {}: open {} holds it (retry once it ends)", what, table_id, by));
+  throw LockConflict(
+      fmt::format("transaction {} cannot {} a row of table {}: {} holds it (abort and retry)", txn,
+                  what, table_id, by));
+}
+
+}  // namespace tristore

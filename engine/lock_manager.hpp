@@ -1,0 +1,83 @@
+#pragma once
+// Locks on (table, key) for isolated transactions: strict two-phase locking. A transaction
+// takes a shared lock on each row it reads and an exclusive lock on each row it changes
+// (present or not, so no other transaction can insert it either), and holds them until it
+// commits or aborts. So no transaction sees another's uncommitted change, and an abort, which
+// writes before-images back, never overwrites another transaction's change.
+//
+// No waiting: a lock that another transaction holds in a conflicting mode is a LockConflict,
+// which the caller handles by aborting and retrying. With one thread running every transaction
+// the holder could never go on while its rival waited; no waiting also means no deadlock.
+// An operation outside any transaction takes no lock but fails the same way on a row an open
+// transaction holds against it: a read on a row another transaction changed, a change on a
+// row another transaction read or changed.
+//
+// Rows are named by their table and a 32-bit hash of their key: two rows of a table whose
+// hashes collide share a lock, a spurious conflict at worst (for a transaction holding a
+// hundred locks, about one lock in 40 million). The table is open addressing
+// (linear probing, no allocation per lock): a transaction takes a lock per row it touches.
+// One thread uses it, as one thread uses a Database (docs/design.md section 8).
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "common/error.hpp"
+#include "engine/log_record.hpp"
+
+namespace tristore {
+
+class TransactionState;
+
+enum class LockMode : std::uint8_t { kShared, kExclusive };
+
+// The error a conflicting operation throws; the transaction that gets it may abort and retry.
+class LockConflict : public Error {
+ public:
+  using Error::Error;
+};
+
+using LockName = std::uint64_t;  // (table id + 1) << 32 | key hash: never 0
+
+LockName lock_name(std::uint32_t table_id, std::span<const std::byte> key);
+
+class LockManager {
+ public:
+  LockManager();
+
+  // Takes mode on name for txn, or upgrades its shared lock. A conflicting lock of another
+  // transaction -> LockConflict, and txn holds what it held before.
+  void lock(TransactionState& txn, std::uint32_t table_id, LockName name, LockMode mode);
+  // For an operation outside any transaction: LockConflict if another transaction holds name
+  // in a mode that excludes mode.
+  void check_free(std::uint32_t table_id, LockName name, LockMode mode) const {
+    if (count_ == 0) [[likely]]
+      return;
+    check_free_slow(table_id, name, mode);
+  }
+  // At commit or abort (after its undo): every lock txn holds.
+  void release_all(TransactionState& txn);
+  std::size_t locked_rows() const { return count_; }
+
+ private:
+  struct Lock {
+    LockName name = 0;         // 0: an empty slot
+    TxnId exclusive = 0;       // 0: none
+    TxnId shared_by = 0;       // a shared holder, 0 if unknown (one of several has left)
+    std::uint32_t shared = 0;  // shared holders (the exclusive holder not among them)
+  };
+  static bool holds(const TransactionState& txn, LockName name);
+  Lock* find(LockName name);
+  const Lock* find(LockName name) const;
+  Lock& insert(LockName name);
+  void erase(Lock* lock);
+  void grow();
+  void check_free_slow(std::uint32_t table_id, LockName name, LockMode mode) const;
+  [[noreturn]] static void conflict(TxnId txn, TxnId holder, std::uint32_t table_id,
+                                    LockMode wanted);
+
+  std::vector<Lock> slots_;  // a power of two, at most half full
+  std::size_t count_ = 0;
+};
+
+}  // namespace tristore

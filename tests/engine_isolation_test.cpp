@@ -1,0 +1,284 @@
+// Isolation: row locks (engine/lock_manager.hpp). The lock table alone against a model, then
+// transactions interleaved on every architecture: no transaction reads or overwrites another's
+// uncommitted change, an abort never touches another transaction's rows, and a bank's balance
+// sum holds through random interleavings with conflicts, aborts and retries.
+#include "architecture_test_name.hpp"
+#include "engine/lock_manager.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/database.hpp"
+#include "engine/table.hpp"
+#include "engine/transaction_state.hpp"
+#include "test_support.hpp"
+
+namespace tristore {
+namespace {
+
+constexpr std::uint64_t kMiB = 1 << 20;
+
+TransactionState state(TxnId id) {
+  TransactionState txn;
+  txn.reset(id);
+  return txn;
+}
+
+TEST(LockManager, SharedLocksShareExclusiveLocksExcludeAndReleaseFreesThem) {
+  LockManager locks;
+  TransactionState a = state(1), b = state(2);
+  const LockName row = lock_name(7, std::as_bytes(std::span("row", 3)));
+  locks.lock(a, 7, row, LockMode::kShared);
+  locks.lock(b, 7, row, LockMode::kShared);
+  EXPECT_THROW(locks.lock(a, 7, row, LockMode::kExclusive), LockConflict) << "b reads it too";
+  EXPECT_THROW(locks.check_free(7, row, LockMode::kExclusive), LockConflict);
+  EXPECT_NO_THROW(locks.check_free(7, row, LockMode::kShared));
+  locks.release_all(b);
+  locks.lock(a, 7, row, LockMode::kExclusive);  // the only reader may upgrade
+  EXPECT_THROW(locks.lock(b, 7, row, LockMode::kShared), LockConflict);
+  EXPECT_THROW(locks.check_free(7, row, LockMode::kShared), LockConflict);
+  locks.lock(a, 7, row, LockMode::kShared);  // held already, in a stronger mode
+  EXPECT_EQ(a.locks.size(), 1u);
+  locks.release_all(a);
+  EXPECT_EQ(locks.locked_rows(), 0u);
+  locks.lock(b, 7, row, LockMode::kExclusive);
+  EXPECT_EQ(locks.locked_rows(), 1u);
+}
+
+TEST(LockManager, ConflictNamesTheHolderAndLeavesTheLoserAsItWas) {
+  LockManager locks;
+  TransactionState a = state(11), b = state(12);
+  const LockName row = lock_name(3, std::as_bytes(std::span("k", 1)));
+  locks.lock(a, 3, row, LockMode::kExclusive);
+  try {
+    locks.lock(b, 3, row, LockMode::kShared);
+    FAIL() << "no conflict";
+  } catch (const LockConflict& e) {
+    EXPECT_NE(std::string(e.what()).find("transaction 11"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("table 3"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(b.locks.empty());
+}
+
+// Many transactions locking and releasing random rows of a small name space, checked against
+// a model of who holds what; names chosen to collide in the table's slots.
+TEST(LockManager, RandomLocksAndReleasesMatchAModel) {
+  const std::uint64_t seed = testing_support::test_seed();
+  std::mt19937_64 random(seed);
+  LockManager locks;
+  constexpr int kTxns = 12;
+  std::vector<TransactionState> txns;
+  for (int i = 0; i < kTxns; ++i) txns.push_back(state(100 + i));
+  struct Held {
+    std::optional<int> exclusive;
+    std::set<int> shared;
+  };
+  std::map<LockName, Held> model;
+  for (int step = 0; step < 200000; ++step) {
+    const int t = static_cast<int>(random() % kTxns);
+    if (random() % 16 == 0) {
+      locks.release_all(txns[t]);
+      for (auto it = model.begin(); it != model.end();) {
+        if (it->second.exclusive == t) it->second.exclusive.reset();
+        it->second.shared.erase(t);
+        it = !it->second.exclusive && it->second.shared.empty() ? model.erase(it) : std::next(it);
+      }
+      continue;
+    }
+    // Names 1024 apart share a home slot in the first table size: long probe runs.
+    const LockName name = 1 + (random() % 300) * (random() % 2 == 0 ? 1024 : 1);
+    const LockMode mode = random() % 3 == 0 ? LockMode::kExclusive : LockMode::kShared;
+    Held& held = model[name];
+    const bool others_read = held.shared.size() > (held.shared.count(t) ? 1u : 0u);
+    const bool conflict =
+        (held.exclusive && *held.exclusive != t) || (mode == LockMode::kExclusive && others_read);
+    if (conflict) {
+      ASSERT_THROW(locks.lock(txns[t], 1, name, mode), LockConflict) << "step " << step;
+    } else {
+      ASSERT_NO_THROW(locks.lock(txns[t], 1, name, mode)) << "step " << step;
+      if (held.exclusive == t) {
+      } else if (mode == LockMode::kExclusive) {
+        held.shared.erase(t);
+        held.exclusive = t;
+      } else {
+        held.shared.insert(t);
+      }
+    }
+    if (!held.exclusive && held.shared.empty()) model.erase(name);
+    ASSERT_EQ(locks.locked_rows(), model.size()) << "step " << step;
+  }
+  for (auto& txn : txns) locks.release_all(txn);
+  EXPECT_EQ(locks.locked_rows(), 0u);
+}
+
+struct Account {
+  std::int64_t balance;
+  std::uint64_t padding;
+};
+
+class Isolation : public ::testing::TestWithParam<Architecture> {
+ protected:
+  std::unique_ptr<Database> open() {
+    Config config;
+    config.architecture = GetParam();
+    config.dram_bytes = 2 * kMiB;
+    config.nvm_bytes = 16 * kMiB;
+    config.ssd_bytes = 32 * kMiB;
+    config.nvm_path = files_.nvm;
+    config.ssd_path = files_.ssd;
+    config.open_mode = OpenMode::kCreateReplacing;
+    return Database::open(config);
+  }
+  testing_support::DatabaseFiles files_{"tristore-isolation"};
+};
+
+TEST_P(Isolation, NoTransactionSeesOrChangesAnothersUncommittedRow) {
+  auto db = open();
+  auto accounts = db->create_table<std::uint64_t, Account>("accounts");
+  for (std::uint64_t k = 0; k < 10; ++k) ASSERT_TRUE(accounts.insert(k, {100, 0}));
+  Transaction a = db->begin();
+  Transaction b = db->begin();
+  ASSERT_TRUE(accounts.update(a, 1, {50, 0}));
+  Account seen;
+  EXPECT_THROW(accounts.get(b, 1, seen), LockConflict) << "b would read a's uncommitted 50";
+  EXPECT_THROW(accounts.get(1, seen), LockConflict) << "a read outside a transaction too";
+  EXPECT_THROW(accounts.update(b, 1, {70, 0}), LockConflict);
+  EXPECT_THROW(accounts.remove(1), LockConflict);
+  EXPECT_THROW(accounts.scan(0, 10, [](auto&, auto&) { return true; }), LockConflict);
+  ASSERT_TRUE(accounts.get(a, 1, seen));
+  EXPECT_EQ(seen.balance, 50) << "a reads its own change";
+  // A row b reads cannot change under it: neither a nor a call outside may change it.
+  ASSERT_TRUE(accounts.get(b, 2, seen));
+  EXPECT_THROW(accounts.update(a, 2, {1, 0}), LockConflict);
+  EXPECT_THROW(accounts.update(2, {1, 0}), LockConflict);
+  EXPECT_TRUE(accounts.get(a, 2, seen)) << "readers share";
+  // Absent rows are locked too: no other transaction inserts what a removed.
+  ASSERT_TRUE(accounts.remove(a, 3));
+  EXPECT_THROW(accounts.insert(b, 3, {1, 0}), LockConflict);
+  ASSERT_TRUE(accounts.insert(b, 20, {20, 0}));
+
+  a.commit();
+  ASSERT_TRUE(accounts.get(b, 1, seen));
+  EXPECT_EQ(seen.balance, 50);
+  ASSERT_TRUE(accounts.update(b, 1, {70, 0}));
+  b.commit();
+  ASSERT_TRUE(accounts.get(1, seen));
+  EXPECT_EQ(seen.balance, 70);
+  EXPECT_FALSE(accounts.get(3, seen));
+  EXPECT_TRUE(accounts.get(20, seen));
+}
+
+TEST_P(Isolation, AbortPutsBackOnlyItsOwnRows) {
+  auto db = open();
+  auto accounts = db->create_table<std::uint64_t, Account>("accounts");
+  for (std::uint64_t k = 0; k < 4; ++k) ASSERT_TRUE(accounts.insert(k, {100, 0}));
+  Transaction a = db->begin();
+  Transaction b = db->begin();
+  ASSERT_TRUE(accounts.update(a, 0, {1, 0}));
+  ASSERT_TRUE(accounts.update(b, 1, {2, 0}));
+  EXPECT_THROW(accounts.update(b, 0, {3, 0}), LockConflict);
+  b.commit();
+  a.abort();
+  Account seen;
+  ASSERT_TRUE(accounts.get(0, seen));
+  EXPECT_EQ(seen.balance, 100);
+  ASSERT_TRUE(accounts.get(1, seen));
+  EXPECT_EQ(seen.balance, 2) << "a's abort overwrote b's committed change";
+  // The rows are free again for everyone.
+  ASSERT_TRUE(accounts.update(0, {5, 0}));
+}
+
+// Several open transactions, interleaved at random on one thread, move money between accounts;
+// a conflict aborts the transaction, which starts over later. Every committed transfer is
+// applied to a model at its commit: the table must equal the model (the interleaving is
+// equivalent to the serial order of commits), and the sum never changes.
+TEST_P(Isolation, InterleavedTransfersKeepTheSumWithConflictsAbortsAndRetries) {
+  const std::uint64_t seed = testing_support::test_seed();
+  std::mt19937_64 random(seed);
+  auto db = open();
+  auto accounts = db->create_table<std::uint64_t, Account>("accounts");
+  constexpr std::uint64_t kAccounts = 24;
+  std::vector<std::int64_t> model(kAccounts, 1000);
+  for (std::uint64_t k = 0; k < kAccounts; ++k) ASSERT_TRUE(accounts.insert(k, {1000, 0}));
+
+  struct Transfer {
+    Transaction txn;
+    std::uint64_t from = 0, to = 0;
+    std::int64_t amount = 0;
+    int step = 0;  // 0: read from, 1: read to, 2: write from, 3: write to, 4: commit
+    std::int64_t from_balance = 0, to_balance = 0;
+  };
+  std::vector<Transfer> open(5);
+  const auto start = [&](Transfer& t) {
+    t.txn = db->begin();
+    t.from = random() % kAccounts;
+    t.to = (t.from + 1 + random() % (kAccounts - 1)) % kAccounts;
+    t.amount = static_cast<std::int64_t>(random() % 100);
+    t.step = 0;
+  };
+  for (Transfer& t : open) start(t);
+  std::uint64_t commits = 0, conflicts = 0;
+  for (int round = 0; round < 20000; ++round) {
+    Transfer& t = open[random() % open.size()];
+    try {
+      Account row;
+      switch (t.step) {
+        case 0:
+          ASSERT_TRUE(accounts.get(t.txn, t.from, row));
+          t.from_balance = row.balance;
+          break;
+        case 1:
+          ASSERT_TRUE(accounts.get(t.txn, t.to, row));
+          t.to_balance = row.balance;
+          break;
+        case 2:
+          ASSERT_TRUE(accounts.update(t.txn, t.from, {t.from_balance - t.amount, 0}));
+          break;
+        case 3:
+          ASSERT_TRUE(accounts.update(t.txn, t.to, {t.to_balance + t.amount, 0}));
+          break;
+        default:
+          t.txn.commit();
+          model[t.from] -= t.amount;
+          model[t.to] += t.amount;
+          ++commits;
+          start(t);
+          continue;
+      }
+      ++t.step;
+    } catch (const LockConflict&) {
+      ++conflicts;
+      t.txn.abort();
+      start(t);
+    }
+  }
+  for (Transfer& t : open) t.txn.abort();
+  std::int64_t sum = 0;
+  for (std::uint64_t k = 0; k < kAccounts; ++k) {
+    Account row;
+    ASSERT_TRUE(accounts.get(k, row));
+    EXPECT_EQ(row.balance, model[k]) << "account " << k;
+    sum += row.balance;
+  }
+  EXPECT_EQ(sum, static_cast<std::int64_t>(1000 * kAccounts));
+  std::printf("%llu transfers committed, %llu conflicts\n",
+              static_cast<unsigned long long>(commits), static_cast<unsigned long long>(conflicts));
+  EXPECT_GT(commits, 1000u);
+  EXPECT_GT(conflicts, 100u);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryArchitecture, Isolation,
+                         ::testing::Values(Architecture::kMainMemory, Architecture::kThreeTier,
+                                           Architecture::kBasicNvm, Architecture::kNvmDirect,
+                                           Architecture::kSsdBm),
+                         testing_support::ArchitectureTestName{});
+
+}  // namespace
+}  // namespace tristore

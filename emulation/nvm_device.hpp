@@ -123,6 +123,11 @@ class NvmDevice {
     if (length != 0) counters_.nvm_double_write_lines_written += line_range(nvm_dst, length).count;
   }
 
+  // The cache lines [nvm, nvm + length) touches (length > 0).
+  std::uint64_t lines_touched(const std::byte* nvm, std::size_t length) const {
+    return line_range(nvm, length).count;
+  }
+
   // pmem_flush picks clwb / clflushopt / clflush at run time. kMsync: the range's pages are
   // written to the file (and so durable) before this returns; the fence adds nothing.
   void flush(const void* nvm, std::size_t length) {

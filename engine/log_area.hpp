@@ -37,12 +37,9 @@ class LogArea {
   }
   // The cache lines that [lsn, lsn + length) touches (length > 0).
   std::uint64_t lines(Lsn lsn, std::uint64_t length) const {
-    const auto lines_of = [](const std::byte* first, std::uint64_t bytes) {
-      const auto begin = reinterpret_cast<std::uintptr_t>(first);
-      return (begin + bytes - 1) / kCacheLineSize - begin / kCacheLineSize + 1;
-    };
     const std::uint64_t first = std::min(length, contiguous(lsn));
-    return lines_of(at(lsn), first) + (first < length ? lines_of(records_, length - first) : 0);
+    return device_->lines_touched(at(lsn), first) +
+           (first < length ? device_->lines_touched(records_, length - first) : 0);
   }
   // Zeroes and persists [lsn, lsn + length): no stale record survives there.
   void erase(Lsn lsn, std::uint64_t length) {

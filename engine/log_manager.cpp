@@ -242,10 +242,7 @@ Lsn LogManager::reserve(std::uint64_t size, LogRecordType type) {
       return reserve_slow(size, type);
     // Records in flight start within one window of the watermark (pending_'s size).
     if (lsn - completed_.load(std::memory_order_relaxed) >= kPendingWindow) [[unlikely]] {
-      wait_until([&] {
-        advance();
-        return reserved_.load(std::memory_order_relaxed) - completed_lsn() < kPendingWindow;
-      });
+      wait_for_pending_window();
       lsn = reserved_.load(std::memory_order_relaxed);
       continue;
     }
@@ -262,16 +259,20 @@ Lsn LogManager::reserve_slow(std::uint64_t size, LogRecordType type) {
       continue;
     }
     if (lsn - completed_lsn() >= kPendingWindow) {
-      wait_until([&] {
-        advance();
-        return reserved_.load(std::memory_order_relaxed) - completed_lsn() < kPendingWindow;
-      });
+      wait_for_pending_window();
       continue;
     }
     // Appends on the fast path stop at the bound this raises until it is durable.
     if (lsn + size > end_bound()) raise_end_bound_locked(lsn + size);
     if (reserved_.compare_exchange_strong(lsn, lsn + size, std::memory_order_acq_rel)) return lsn;
   }
+}
+
+void LogManager::wait_for_pending_window() const {
+  wait_until([&] {
+    advance();
+    return end_lsn() - completed_lsn() < kPendingWindow;
+  });
 }
 
 void LogManager::publish(Lsn lsn, Lsn end, std::uint64_t written) {

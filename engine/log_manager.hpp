@@ -136,6 +136,8 @@ class LogManager {
   void publish(Lsn lsn, Lsn end, std::uint64_t written);
   // Moves the watermark over pending records that follow it.
   void advance() const;
+  // Until the records reserved so far start within kPendingWindow of the watermark.
+  void wait_for_pending_window() const;
   static std::size_t pending_slot(Lsn lsn) { return lsn / kLogRecordAlignment % kPendingSlots; }
   void make_room(std::unique_lock<std::mutex>& lock, std::uint64_t size, LogRecordType type);
   // Makes the records before `target` durable (waiting for them to complete first).

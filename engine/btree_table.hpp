@@ -54,26 +54,32 @@ class BTreeTable final : public TableInterface<K, V> {
   // Reads in a transaction lock the row shared; reads outside one fail on a row an open
   // transaction changed (engine/lock_manager.hpp).
   bool get(TransactionState* txn, const K& key, V& out) override {
-    lock_row(txn, key, LockMode::kShared);
-    return read_tree_.lookup(key, out);
+    return reading(txn, [&] {
+      lock_row(txn, key, LockMode::kShared);
+      return read_tree_.lookup(key, out);
+    });
   }
   bool get_part(TransactionState* txn, const K& key, std::size_t offset, std::size_t length,
                 void* out) override {
     check_part(offset, length);
-    lock_row(txn, key, LockMode::kShared);
-    return read_tree_.lookup_part(key, static_cast<std::uint32_t>(offset),
-                                  static_cast<std::uint32_t>(length), out);
+    return reading(txn, [&] {
+      lock_row(txn, key, LockMode::kShared);
+      return read_tree_.lookup_part(key, static_cast<std::uint32_t>(offset),
+                                    static_cast<std::uint32_t>(length), out);
+    });
   }
   // Each row visited is locked (in a transaction) or checked as a get would be; with no row
   // locked anywhere the scan runs as it is. Rows inserted later into the range are not
   // locked against (no key-range locks): a scan repeated in a transaction may see them.
   std::size_t scan(TransactionState* txn, const K& from, std::size_t limit,
                    const Visit& visit) override {
-    if (txn == nullptr && transactions_.locks().locked_rows() == 0)
-      return read_tree_.scan(from, limit, visit);
-    return read_tree_.scan(from, limit, [&](const K& key, const V& value) {
-      lock_row(txn, key, LockMode::kShared);
-      return visit(key, value);
+    return reading(txn, [&] {
+      if (txn == nullptr && transactions_.locks().locked_rows() == 0)
+        return read_tree_.scan(from, limit, visit);
+      return read_tree_.scan(from, limit, [&](const K& key, const V& value) {
+        lock_row(txn, key, LockMode::kShared);
+        return visit(key, value);
+      });
     });
   }
 
@@ -117,6 +123,7 @@ class BTreeTable final : public TableInterface<K, V> {
 
   // Not logged: the checkpoint after it makes the loaded table durable at once.
   void bulk_load(std::size_t count, const Generate& generate, double fill_factor) override {
+    const OperationLatch::Exclusive latched(transactions_.latch());
     tree_.bulk_load(count, generate, fill_factor);
     root_page_ = root_page_id();
     if constexpr (kLogged) *height_ = {};  // the root page stays, the tree grows below it
@@ -212,8 +219,21 @@ class BTreeTable final : public TableInterface<K, V> {
       locks.check_free(table_id_, name, mode);
   }
 
+  // A read holds the database's latch shared when it changes nothing shared: outside any
+  // transaction (no lock to take) on an architecture whose reads write nothing.
+  template <typename Body>
+  auto reading(TransactionState* txn, Body&& body) {
+    if (txn == nullptr && !kLogged) {
+      const OperationLatch::Shared latched(transactions_.latch());
+      return body();
+    }
+    const OperationLatch::Exclusive latched(transactions_.latch());
+    return body();
+  }
+
   template <typename Body>
   bool changing(TransactionState* txn, const K& key, Body&& body) {
+    const OperationLatch::Exclusive latched(transactions_.latch());
     lock_row(txn, key, LockMode::kExclusive);
     if constexpr (kLogged) {
       constexpr std::uint64_t kUndoPayload = sizeof(UndoLogical) + sizeof(K) + sizeof(V);

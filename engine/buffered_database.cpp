@@ -40,7 +40,7 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
     }
   }
 
-  Counters counters() const override {
+  Counters collect_counters() const override {
     Counters total = manager_->counters();
     if (log_tier_) total += log_tier_->device().counters();  // ssd-bm's log (log_bytes_written)
     return total;
@@ -56,7 +56,7 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
   SsdCrashSimulator* ssd_crash_simulator() override {
     return ssd_ ? ssd_->crash_simulator() : nullptr;
   }
-  MemoryUsage memory_usage() const override {
+  MemoryUsage collect_memory_usage() const override {
     BufferMemoryUsage usage = manager_->memory_usage();
     return MemoryUsage{.dram_bytes = usage.dram_bytes_used,
                        .dram_limit_bytes = usage.dram_budget_bytes,

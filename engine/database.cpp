@@ -22,9 +22,25 @@ std::unique_ptr<Database> Database::open(const Config& config) {
   fail("unknown architecture {}", static_cast<int>(config.architecture));
 }
 
-Transaction Database::begin() { return transactions().begin(); }
+Transaction Database::begin() {
+  const OperationLatch::Exclusive latched(transactions().latch());
+  return transactions().begin();
+}
 
-void Database::checkpoint() { transactions().checkpoint(); }
+void Database::checkpoint() {
+  const OperationLatch::Exclusive latched(transactions().latch());
+  transactions().checkpoint();
+}
+
+Counters Database::counters() const {
+  const OperationLatch::Exclusive latched(transactions().latch());
+  return collect_counters();
+}
+
+MemoryUsage Database::memory_usage() const {
+  const OperationLatch::Exclusive latched(transactions().latch());
+  return collect_memory_usage();
+}
 
 const RestartReport& Database::restart_report() const { return transactions().restart_report(); }
 

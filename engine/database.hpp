@@ -5,6 +5,10 @@
 //   auto users = db->create_table<std::uint64_t, Account>("accounts");
 //   users.insert(42, account);
 //   Account a; users.get(42, a);
+//
+// Threads may share a Database and its Table handles; a Transaction belongs to one thread at a
+// time. Each call is atomic: operations hold the database's latch (engine/operation_latch.hpp),
+// reads that change nothing shared in shared mode, everything else exclusive.
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -73,8 +77,9 @@ class Database {
   virtual ~Database() = default;
 
   const Config& config() const { return config_; }
-  virtual Counters counters() const = 0;
-  virtual MemoryUsage memory_usage() const = 0;
+  // Both may be read while other threads run operations.
+  Counters counters() const;
+  MemoryUsage memory_usage() const;
   // Writes per NVM cache line (paper Figure 16); nullptr without NVM or without
   // Config::nvm_wear_counting.
   virtual const WearCounters* nvm_wear() const { return nullptr; }
@@ -118,6 +123,9 @@ class Database {
                                   std::size_t value_size, bool create) = 0;
   virtual TransactionManager& transactions() = 0;
   virtual const TransactionManager& transactions() const = 0;
+  // What counters() and memory_usage() return, read with no operation running.
+  virtual Counters collect_counters() const = 0;
+  virtual MemoryUsage collect_memory_usage() const = 0;
   Config config_;
   bool crash_on_close_ = false;
 };

@@ -5,9 +5,9 @@
 // commits or aborts. So no transaction sees another's uncommitted change, and an abort, which
 // writes before-images back, never overwrites another transaction's change.
 //
-// No waiting: a lock that another transaction holds in a conflicting mode is a LockConflict,
-// which the caller handles by aborting and retrying. With one thread running every transaction
-// the holder could never go on while its rival waited; no waiting also means no deadlock.
+// No waiting (the NO_WAIT scheme of two-phase locking): a lock that another transaction holds
+// in a conflicting mode is a LockConflict, which the caller handles by aborting and retrying.
+// So no transaction ever waits for another, and there is no deadlock to detect.
 // An operation outside any transaction takes no lock but fails the same way on a row an open
 // transaction holds against it: a read on a row another transaction changed, a change on a
 // row another transaction read or changed.
@@ -16,7 +16,8 @@
 // hashes collide share a lock, a spurious conflict at worst (for a transaction holding a
 // hundred locks, about one lock in 40 million). The table is open addressing
 // (linear probing, no allocation per lock): a transaction takes a lock per row it touches.
-// One thread uses it, as one thread uses a Database (docs/design.md section 8).
+// Changed only under the database's operation latch held exclusive, read under it held shared
+// (engine/operation_latch.hpp).
 #include <cstddef>
 #include <cstdint>
 #include <span>

@@ -13,8 +13,8 @@ class MainMemoryDatabase final : public DatabaseOver<MainMemoryAccess> {
   MainMemoryDatabase(const Config& config, std::unique_ptr<MainMemoryAccess> memory)
       : DatabaseOver(config, *memory, Catalog{}, nullptr, false), memory_(std::move(memory)) {}
 
-  Counters counters() const override { return {}; }
-  MemoryUsage memory_usage() const override {
+  Counters collect_counters() const override { return {}; }
+  MemoryUsage collect_memory_usage() const override {
     return MemoryUsage{.dram_bytes = memory_->bytes_in_use(),
                        .dram_limit_bytes = memory_->budget_bytes(),
                        .page_table_bytes = 0,

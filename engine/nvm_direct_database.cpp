@@ -32,14 +32,14 @@ class NvmDirectDatabase final : public DatabaseOver<NvmDirectAccess> {
     }
   }
 
-  Counters counters() const override { return tier_->device().counters(); }
+  Counters collect_counters() const override { return tier_->device().counters(); }
   const WearCounters* nvm_wear() const override { return tier_->device().wear(); }
   bool nvm_is_pmem() const override { return tier_->device().is_pmem(); }
   std::string_view nvm_persistence() const override {
     return nvm_persistence_name(tier_->device().persistence());
   }
   CrashSimulator* nvm_crash_simulator() override { return tier_->device().crash_simulator(); }
-  MemoryUsage memory_usage() const override {
+  MemoryUsage collect_memory_usage() const override {
     return MemoryUsage{.dram_bytes = 0,
                        .dram_limit_bytes = config_.dram_bytes,
                        .page_table_bytes = 0,

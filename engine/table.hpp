@@ -12,6 +12,7 @@
 #include "engine/database.hpp"
 #include "engine/table_interface.hpp"
 #include "engine/transaction.hpp"
+#include "engine/transaction_manager.hpp"
 
 namespace tristore {
 
@@ -77,12 +78,14 @@ class Table {
 
 template <TableKey K, TableValue V>
 Table<K, V> Database::create_table(std::string_view name) {
+  const OperationLatch::Exclusive latched(transactions().latch());
   TableBinding binding = bind_table(name, sizeof(K), sizeof(V), true);
   return Table<K, V>(make_btree_table<K, V>(binding));
 }
 
 template <TableKey K, TableValue V>
 Table<K, V> Database::open_table(std::string_view name) {
+  const OperationLatch::Exclusive latched(transactions().latch());
   TableBinding binding = bind_table(name, sizeof(K), sizeof(V), false);
   auto table = make_btree_table<K, V>(binding);
   binding.transactions->undo_pending(*table);

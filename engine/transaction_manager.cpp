@@ -59,11 +59,13 @@ std::span<const std::byte> with_undo_key(const LogRecord& record, std::span<cons
 
 void Transaction::commit() {
   state();
+  const OperationLatch::Exclusive latched(manager_->latch());
   manager_->commit(*state_);
 }
 
 void Transaction::abort() {
   state();
+  const OperationLatch::Exclusive latched(manager_->latch());
   manager_->abort(*state_);
 }
 
@@ -74,6 +76,7 @@ TransactionState& Transaction::state() {
 
 void Transaction::abort_quietly() noexcept {
   if (!active()) return;
+  const OperationLatch::Exclusive latched(manager_->latch());
   try {
     manager_->abort(*state_);
   } catch (...) {

@@ -2,7 +2,7 @@
 // Transactions over the write-ahead log (docs/durability.md): ids, the log chain of each
 // transaction, logical undo records, commit, abort with compensation, checkpoints and restart
 // (analysis, redo, the losers' undo). Without a log (main-memory) it keeps undo in DRAM only.
-// Single-threaded, like the buffer manager.
+// Called with the database's operation latch held (engine/operation_latch.hpp), which it owns.
 //
 // Log space: before each changing operation (and each undo step) reserve() makes sure the log
 // can take the operation's records and the next checkpoint can still copy every live undo
@@ -20,6 +20,7 @@
 #include "engine/durable_store.hpp"
 #include "engine/lock_manager.hpp"
 #include "engine/log_manager.hpp"
+#include "engine/operation_latch.hpp"
 #include "engine/restart_report.hpp"
 #include "engine/transaction.hpp"
 #include "engine/transaction_state.hpp"
@@ -46,6 +47,9 @@ class TransactionManager {
   LogManager* log() { return log_; }
   // Row locks of open transactions, released when they end (isolation).
   LockManager& locks() { return locks_; }
+  // Held by every operation of the database's API (engine/operation_latch.hpp); the manager's
+  // own calls expect their caller to hold it.
+  OperationLatch& latch() const { return latch_; }
 
   Transaction begin();
   // The state of a single-operation transaction for calls without a Transaction (reused).
@@ -141,6 +145,7 @@ class TransactionManager {
   // operation): for_each_active visits both.
   std::map<TxnId, TransactionState*> active_;
   LockManager locks_;
+  mutable OperationLatch latch_;
   TransactionState autocommit_;
   bool autocommit_active_ = false;
   std::map<TxnId, Loser> losers_;

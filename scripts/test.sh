@@ -16,14 +16,16 @@ cmake --build "$root/build-poison" -j "$(nproc)" --target "${poison_tests[@]}"
 (cd "$root/build-poison" && ctest --output-on-failure -j "$(nproc)" -R "^($(IFS='|'; echo "${poison_tests[*]}"))\$")
 
 # ThreadSanitizer: the tests that run several threads against one log (many appenders, group
-# commit, checkpoints beside appends) must show no data race.
-tsan_tests=(engine_log_manager_test)
+# commit, checkpoints beside appends) and against one database (every architecture, more
+# threads than cores) must show no data race.
+tsan_tests=(engine_log_manager_test engine_threads_test)
+tsan_filters=('*Concurrent*:*OutOfOrder*' '*')
 cmake -S "$root" -B "$root/build-tsan" -DTRISTORE_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" -DTRISTORE_BUILD_BENCHMARKS=OFF >/dev/null
 cmake --build "$root/build-tsan" -j "$(nproc)" --target "${tsan_tests[@]}"
-for test in "${tsan_tests[@]}"; do
+for i in "${!tsan_tests[@]}"; do
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-    "$root/build-tsan/tests/$test" --gtest_filter='*Concurrent*:*OutOfOrder*' --gtest_color=no
+    "$root/build-tsan/tests/${tsan_tests[$i]}" --gtest_filter="${tsan_filters[$i]}" --gtest_color=no
 done
 
 cd "$root/build-test"

@@ -1,0 +1,108 @@
+#pragma once
+// The latch that lets many threads share one Database while the buffer manager and the
+// B-tree have no latches of their own (docs/design.md section 8): an operation that writes
+// nothing shared (a read outside any transaction, on a path already in DRAM) holds it shared;
+// every other operation holds it exclusive.
+//
+// Readers must not share a written cache line, or two cores reading the same table would
+// spend their time passing that line back and forth. So each thread announces itself in its
+// own slot (by a per-thread index), and a writer raises its flag and then waits for every
+// slot to drain. A reader that finds the flag raised steps back and waits, so writers are not
+// starved. Neither side spins long: on an oversubscribed machine the holder may be waiting
+// for the core.
+#include <emmintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+
+namespace tristore {
+
+class OperationLatch {
+ public:
+  static constexpr std::size_t kReaderSlots = 64;
+
+  OperationLatch() = default;
+  OperationLatch(const OperationLatch&) = delete;
+  OperationLatch& operator=(const OperationLatch&) = delete;
+
+  void lock_shared() {
+    ReaderSlot& slot = slots_[thread_slot()];
+    for (;;) {
+      slot.readers.fetch_add(1, std::memory_order_seq_cst);
+      if (!writer_.load(std::memory_order_seq_cst)) [[likely]]
+        return;
+      slot.readers.fetch_sub(1, std::memory_order_release);
+      for (unsigned spins = 0; writer_.load(std::memory_order_acquire); ++spins) back_off(spins);
+    }
+  }
+  void unlock_shared() { slots_[thread_slot()].readers.fetch_sub(1, std::memory_order_release); }
+
+  void lock() {
+    writers_.lock();
+    writer_.store(true, std::memory_order_seq_cst);
+    // Threads that took an index after this load see the flag before they read anything.
+    const std::size_t slots =
+        std::min<std::size_t>(threads_seen().load(std::memory_order_seq_cst), kReaderSlots);
+    for (std::size_t i = 0; i < slots; ++i)
+      for (unsigned spins = 0; slots_[i].readers.load(std::memory_order_seq_cst) != 0; ++spins)
+        back_off(spins);
+  }
+  void unlock() {
+    writer_.store(false, std::memory_order_release);
+    writers_.unlock();
+  }
+
+  // Scoped holders.
+  class [[nodiscard]] Shared {
+   public:
+    explicit Shared(OperationLatch& latch) : latch_(latch) { latch_.lock_shared(); }
+    ~Shared() { latch_.unlock_shared(); }
+    Shared(const Shared&) = delete;
+    Shared& operator=(const Shared&) = delete;
+
+   private:
+    OperationLatch& latch_;
+  };
+  class [[nodiscard]] Exclusive {
+   public:
+    explicit Exclusive(OperationLatch& latch) : latch_(latch) { latch_.lock(); }
+    ~Exclusive() { latch_.unlock(); }
+    Exclusive(const Exclusive&) = delete;
+    Exclusive& operator=(const Exclusive&) = delete;
+
+   private:
+    OperationLatch& latch_;
+  };
+
+ private:
+  struct alignas(64) ReaderSlot {
+    std::atomic<std::uint32_t> readers{0};  // a count: threads beyond kReaderSlots share slots
+  };
+
+  static std::atomic<std::size_t>& threads_seen() {
+    static std::atomic<std::size_t> seen{0};
+    return seen;
+  }
+  static std::size_t thread_slot() {
+    thread_local const std::size_t slot =
+        threads_seen().fetch_add(1, std::memory_order_seq_cst) % kReaderSlots;
+    return slot;
+  }
+  static void back_off(unsigned spins) {
+    if (spins < 64)
+      _mm_pause();
+    else
+      std::this_thread::yield();
+  }
+
+  std::array<ReaderSlot, kReaderSlots> slots_;
+  alignas(64) std::atomic<bool> writer_{false};
+  std::mutex writers_;
+};
+
+}  // namespace tristore

@@ -46,7 +46,7 @@ class WorkloadsBenchCli : public testing::Test {
 
 TEST_F(WorkloadsBenchCli, BadFlagsGiveOneLineErrorsAndStatusTwo) {
   const std::vector<std::string> bad = {
-      "--threads 2",
+      "--threads 257",
       "--dram 0",
       "--arch 4tier",
       "--workload ycsb-z",

@@ -136,7 +136,7 @@ TEST(WorkloadsBenchFlags, MicroAndTpccAreSelectable) {
 
 TEST(WorkloadsBenchFlags, ImpossibleSettingsAreOneLineErrors) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"--threads", "4"}, "--threads"},
+      {{"--threads", "300"}, "--threads"},
       {{"--dram", "0"}, "--dram"},
       {{"--arch", "main-memory", "--dram", "0"}, "--dram"},
       {{"--arch", "basic-nvm", "--nvm", "0"}, "--nvm"},

@@ -2,6 +2,8 @@
 // rollback, and the consistency conditions after a mixed run (also on the other architectures).
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -434,6 +436,37 @@ TEST_P(TpccArchitectureTest, LoadAndMixedRunStayConsistentWithSmallPools) {
     EXPECT_GT(counters.nvm_admissions, 0u) << "the data should have spilled to NVM";
     EXPECT_GT(counters.ssd_pages_written, 0u) << "and beyond NVM to SSD";
   }
+}
+
+// Three terminals on three threads, all at home in the one warehouse: they contend for its
+// district and warehouse rows, so transactions conflict, abort and retry; the database stays
+// consistent and every transaction is counted once.
+TEST_P(TpccArchitectureTest, ThreeTerminalsOnThreeThreadsConflictRetryAndStayConsistent) {
+  const testing_support::DatabaseFiles files("tristore-tpcc-threads");
+  Config config;
+  config.architecture = GetParam();
+  config.dram_bytes = 64 * kMiB;
+  config.nvm_bytes = 512 * kMiB;
+  config.ssd_bytes = 512 * kMiB;
+  config.nvm_path = files.nvm;
+  config.ssd_path = files.ssd;
+  std::unique_ptr<Database> db = Database::open(config);
+  Tpcc tpcc(*db, {.warehouses = 1, .seed = test_seed(5)});
+  tpcc.load();
+  constexpr unsigned kTerminals = 3;
+  constexpr int kEach = 400;
+  tpcc.use_terminals(kTerminals);
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < kTerminals; ++t)
+    threads.emplace_back([&tpcc, t] {
+      for (int i = 0; i < kEach; ++i) tpcc.run_one(t);
+    });
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(tpcc.transactions(), kTerminals * kEach);
+  std::printf("%llu lock conflicts retried\n",
+              static_cast<unsigned long long>(tpcc.stats().lock_conflicts));
+  expect_consistent(tpcc);
+  EXPECT_THROW(tpcc.use_terminals(2), Error) << "terminals are chosen before transactions run";
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, TpccArchitectureTest,

@@ -165,11 +165,26 @@ TEST(WorkloadsYcsbEndToEndPhases, FullScansVisitTheWholeTable) {
 
 TEST(WorkloadsYcsbEndToEndPhases, ImpossibleOptionsAreErrorsBeforeAnyFileIsMade) {
   SmallRun run(Architecture::kMainMemory, YcsbKind::kReadOnly, false);
-  run.options.threads = 2;
+  run.options.threads = 300;
   EXPECT_THROW(run_bench(run.options), Error);
   run.options.threads = 1;
   run.options.ycsb.records = 1'000'000;  // ~1.5 GiB of pages in 16 MiB of DRAM
   EXPECT_THROW(run_bench(run.options), Error);
+}
+
+// --threads 4: the operations are split between the threads, every one finds its key, and the
+// result reports each thread's share.
+TEST(WorkloadsYcsbEndToEndPhases, FourThreadsShareTheOperationsAndFindEveryKey) {
+  SmallRun run(Architecture::kThreeTier, YcsbKind::kReadWrite, false);
+  run.options.config.dram_bytes = 2 * kMiB;
+  run.options.threads = 4;
+  const nlohmann::json result = run_bench(run.options);
+  EXPECT_EQ(result.at("ops"), 2000);
+  EXPECT_EQ(result.at("operations").at("not_found"), 0);
+  const auto by_thread = result.at("ops_by_thread").get<std::vector<std::uint64_t>>();
+  EXPECT_EQ(by_thread, std::vector<std::uint64_t>(4, 500));
+  EXPECT_EQ(result.at("throughput_by_thread_ops_s").size(), 4u);
+  EXPECT_EQ(result.at("config").at("threads"), 4);
 }
 
 TEST(WorkloadsYcsbEndToEndPhases, ThreeTierBeyondDramReadsNvmLinesInEveryWorkload) {

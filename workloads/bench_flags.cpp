@@ -89,7 +89,8 @@ BenchFlags::BenchFlags(CLI::App& app) {
       ->capture_default_str();
   app.add_flag("--micro", o.ycsb.micro, "YCSB with 8-byte keys and 8-byte values (paper 5.5)");
   add_unsigned(app, "--seed", o.ycsb.seed, "random seed", kNonNegative);
-  add_unsigned(app, "--threads", o.threads, "worker threads (only 1 today)", kPositive);
+  add_unsigned(app, "--threads", o.threads,
+               "worker threads sharing the database (TPC-C: one terminal each)", kPositive);
   seconds_option_ =
       app.add_option("--seconds", o.seconds, "measured phase length")->capture_default_str();
   ops_option_ = add_unsigned(app, "--ops", o.ops,

@@ -56,9 +56,7 @@ void validate(const BenchOptions& options) {
   const Architecture arch = config.architecture;
 
   // 1. What the driver supports.
-  if (options.threads != 1)
-    fail("--threads {}: only 1 thread is supported today (the engine is single-writer)",
-         options.threads);
+  if (options.threads > 256) fail("--threads {}: at most 256", options.threads);
   if (!(options.seconds > 0) || !std::isfinite(options.seconds))
     fail("--seconds must be a positive number of seconds, not {}", options.seconds);
   if (!(options.warmup_seconds >= 0) || !std::isfinite(options.warmup_seconds))
@@ -69,6 +67,7 @@ void validate(const BenchOptions& options) {
     if (arch == Architecture::kMainMemory)
       fail("--restart: main-memory is volatile, there is nothing to restart from");
     if (options.ops != 0) fail("--restart runs for --seconds, not --ops");
+    if (options.threads != 1) fail("--restart runs one thread, not --threads {}", options.threads);
     if (config.nvm_wear_counting) fail("--restart and --wear cannot be combined");
     if (!(options.restart_seconds >= 0) || !std::isfinite(options.restart_seconds))
       fail("--restart-seconds must be a non-negative number of seconds, not {}",

@@ -1,9 +1,15 @@
 #pragma once
 // The phases of a tristore-bench run (load, warm-up, measured) and the loop that times one:
-// counters are read before and after, so each phase reports only its own events.
+// counters are read before and after, so each phase reports only its own events. A phase
+// may run on several threads.
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <exception>
+#include <mutex>
 #include <string_view>
+#include <thread>
+#include <vector>
 
 #include "common/counters.hpp"
 #include "engine/database.hpp"
@@ -12,7 +18,8 @@ namespace tristore {
 
 struct PhaseResult {
   double seconds = 0;
-  std::uint64_t ops = 0;
+  std::uint64_t ops = 0;  // of every thread
+  std::vector<std::uint64_t> ops_by_thread;
   Counters counters;  // events of this phase only
 };
 
@@ -34,62 +41,102 @@ class ProgressPrinter {
   bool enabled_;
 };
 
-// Runs op() (one operation each) until the limit; op must not throw except to abort the run.
+// Runs op(thread) on `threads` threads (thread 0 on the caller's), each its own batch loop,
+// until the limit: the deadline is common, an operation count is split between the threads.
+// op must not throw except to abort the run; the first exception is rethrown after every
+// thread stopped. Thread 0 prints the progress lines, with every thread's operations.
 template <typename Op>
 PhaseResult run_phase(Database& db, std::string_view phase, PhaseLimit limit,
-                      const ProgressPrinter& progress, Op&& op) {
+                      const ProgressPrinter& progress, unsigned threads, Op&& op) {
   using Clock = std::chrono::steady_clock;
   // Read the clock once per batch; the batch adapts so that fast operations (~1 us) pay for
   // the clock rarely and slow ones (a full scan) do not overrun the deadline.
   constexpr std::uint64_t kMaxBatch = 64;
   constexpr auto kShortBatch = std::chrono::microseconds(100);
-  std::uint64_t batch_size = 1;
+  struct alignas(64) ThreadOps {
+    std::atomic<std::uint64_t> ops{0};
+  };
+  std::vector<ThreadOps> thread_ops(threads);
+  std::atomic<bool> stop{false};
+  std::mutex failure_mutex;
+  std::exception_ptr failure;
   const Counters counters_before = db.counters();
   const Clock::time_point start = Clock::now();
   const Clock::time_point deadline = start + std::chrono::duration_cast<Clock::duration>(
                                                  std::chrono::duration<double>(limit.seconds));
-  Clock::time_point next_report = start + std::chrono::seconds(1);
-  Clock::time_point last_report = start;
-  std::uint64_t ops_at_last_report = 0;
-  Counters counters_at_last_report = counters_before;
 
-  std::uint64_t ops = 0;
-  Clock::time_point now = start;
-  for (;;) {
-    std::uint64_t batch = batch_size;
-    if (limit.ops != 0) {
-      if (ops >= limit.ops) break;
-      if (limit.ops - ops < batch) batch = limit.ops - ops;
-    } else if (now >= deadline) {
-      break;
+  const auto worker = [&](unsigned thread) {
+    const std::uint64_t my_limit =
+        limit.ops / threads + (thread < limit.ops % threads ? 1 : 0);  // limit.ops != 0
+    std::uint64_t batch_size = 1;
+    Clock::time_point next_report = start + std::chrono::seconds(1);
+    Clock::time_point last_report = start;
+    std::uint64_t ops_at_last_report = 0;
+    Counters counters_at_last_report = counters_before;
+    std::uint64_t ops = 0;
+    Clock::time_point now = start;
+    try {
+      for (;;) {
+        std::uint64_t batch = batch_size;
+        if (limit.ops != 0) {
+          if (ops >= my_limit) break;
+          if (my_limit - ops < batch) batch = my_limit - ops;
+        } else if (now >= deadline) {
+          break;
+        }
+        if (stop.load(std::memory_order_relaxed)) break;
+        for (std::uint64_t i = 0; i < batch; ++i) op(thread);
+        ops += batch;
+        thread_ops[thread].ops.store(ops, std::memory_order_relaxed);
+        const Clock::time_point batch_start = now;
+        now = Clock::now();
+        if (now - batch_start < kShortBatch) {
+          if (batch_size < kMaxBatch) batch_size *= 2;
+        } else if (batch_size > 1) {
+          batch_size /= 2;
+        }
+        if (thread == 0 && progress.enabled() && now >= next_report) {
+          const Counters counters_now = db.counters();
+          std::uint64_t all_ops = 0;
+          for (const ThreadOps& t : thread_ops) all_ops += t.ops.load(std::memory_order_relaxed);
+          const double interval_s = std::chrono::duration<double>(now - last_report).count();
+          progress.line(phase, std::chrono::duration<double>(now - start).count(), all_ops,
+                        static_cast<double>(all_ops - ops_at_last_report) / interval_s,
+                        counters_now - counters_at_last_report);
+          last_report = now;
+          ops_at_last_report = all_ops;
+          counters_at_last_report = counters_now;
+          next_report += std::chrono::seconds(1);
+          if (next_report < now) next_report = now + std::chrono::seconds(1);
+        }
+      }
+    } catch (...) {
+      stop.store(true, std::memory_order_relaxed);
+      std::lock_guard lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
     }
-    for (std::uint64_t i = 0; i < batch; ++i) op();
-    ops += batch;
-    const Clock::time_point batch_start = now;
-    now = Clock::now();
-    if (now - batch_start < kShortBatch) {
-      if (batch_size < kMaxBatch) batch_size *= 2;
-    } else if (batch_size > 1) {
-      batch_size /= 2;
-    }
-    if (now >= next_report) {
-      const Counters counters_now = db.counters();
-      const double interval_s = std::chrono::duration<double>(now - last_report).count();
-      progress.line(phase, std::chrono::duration<double>(now - start).count(), ops,
-                    static_cast<double>(ops - ops_at_last_report) / interval_s,
-                    counters_now - counters_at_last_report);
-      last_report = now;
-      ops_at_last_report = ops;
-      counters_at_last_report = counters_now;
-      next_report += std::chrono::seconds(1);
-      if (next_report < now) next_report = now + std::chrono::seconds(1);
-    }
-  }
+  };
+  std::vector<std::thread> others;
+  for (unsigned thread = 1; thread < threads; ++thread) others.emplace_back(worker, thread);
+  worker(0);
+  for (std::thread& other : others) other.join();
+  if (failure) std::rethrow_exception(failure);
+
   PhaseResult result;
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  result.ops = ops;
+  for (const ThreadOps& t : thread_ops) {
+    result.ops_by_thread.push_back(t.ops.load(std::memory_order_relaxed));
+    result.ops += result.ops_by_thread.back();
+  }
   result.counters = db.counters() - counters_before;
   return result;
+}
+
+// One thread: op().
+template <typename Op>
+PhaseResult run_phase(Database& db, std::string_view phase, PhaseLimit limit,
+                      const ProgressPrinter& progress, Op&& op) {
+  return run_phase(db, phase, limit, progress, 1, [&op](unsigned) { op(); });
 }
 
 }  // namespace tristore

@@ -38,8 +38,24 @@ nlohmann::json phase_json(const PhaseResult& phase) {
   return {{"seconds", phase.seconds},
           {"ops", phase.ops},
           {"ops_s", phase.seconds > 0 ? static_cast<double>(phase.ops) / phase.seconds : 0.0},
+          {"ops_by_thread", phase.ops_by_thread},
           {"counters", counters_json(phase.counters)},
           {"derived", derived_json(phase)}};
+}
+
+void add_measured_json(nlohmann::json& result, const PhaseResult& measured) {
+  const auto per_second = [&measured](std::uint64_t ops) {
+    return measured.seconds > 0 ? static_cast<double>(ops) / measured.seconds : 0.0;
+  };
+  result["ops"] = measured.ops;
+  result["seconds"] = measured.seconds;
+  result["throughput_ops_s"] = per_second(measured.ops);
+  result["ops_by_thread"] = measured.ops_by_thread;
+  nlohmann::json by_thread = nlohmann::json::array();
+  for (std::uint64_t ops : measured.ops_by_thread) by_thread.push_back(per_second(ops));
+  result["throughput_by_thread_ops_s"] = by_thread;
+  result["counters"] = counters_json(measured.counters);
+  result["derived"] = derived_json(measured);
 }
 
 nlohmann::json config_json(const BenchOptions& options) {

@@ -14,7 +14,10 @@ nlohmann::json memory_json(const MemoryUsage& memory);
 // Per operation (per transaction in TPC-C): log bytes and records; NVM lines written to the
 // data area (nvm_lines_written less the log area's).
 nlohmann::json derived_json(const PhaseResult& phase);
-nlohmann::json phase_json(const PhaseResult& phase);      // seconds, ops, ops_s, counters, derived
+nlohmann::json phase_json(const PhaseResult& phase);  // seconds, ops, ops_s, counters, derived
+// The measured phase at the top of a result: ops, seconds, throughput_ops_s (all threads),
+// ops_by_thread, throughput_by_thread_ops_s, counters, derived.
+void add_measured_json(nlohmann::json& result, const PhaseResult& measured);
 nlohmann::json config_json(const BenchOptions& options);  // every effective setting
 
 // The B-tree's size after loading: the tier that holds every page of the architecture has the

@@ -42,18 +42,13 @@ nlohmann::json run_ycsb_bench(Database& db, const BenchOptions& options,
                               const std::function<void()>& before_measured) {
   const PhaseLimit warmup{options.warmup_seconds, 0};
   const PhaseLimit measured{options.seconds, options.ops};
-  const YcsbResult ycsb = run_ycsb(db, options.ycsb, warmup, measured, progress, before_measured);
+  const YcsbResult ycsb =
+      run_ycsb(db, options.ycsb, warmup, measured, progress, options.threads, before_measured);
   nlohmann::json result;
   result["load"] = phase_json(ycsb.load);
   result["load"]["memory"] = memory_json(ycsb.memory_after_load);
   result["warmup"] = phase_json(ycsb.warmup);
-  result["ops"] = ycsb.measured.ops;
-  result["seconds"] = ycsb.measured.seconds;
-  result["throughput_ops_s"] = ycsb.measured.seconds > 0
-                                   ? static_cast<double>(ycsb.measured.ops) / ycsb.measured.seconds
-                                   : 0.0;
-  result["counters"] = counters_json(ycsb.measured.counters);
-  result["derived"] = derived_json(ycsb.measured);
+  add_measured_json(result, ycsb.measured);
   result["data_bytes"] = tree_bytes(ycsb.memory_after_load);
   result["data_bytes_estimated"] =
       estimated_tree_bytes(options.ycsb.records, ycsb_key_bytes(options.ycsb),

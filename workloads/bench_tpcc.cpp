@@ -43,13 +43,15 @@ nlohmann::json run_tpcc_bench(Database& db, const BenchOptions& options,
   const nlohmann::json memory_after_load = memory_json(memory_after_load_usage);
 
   // 2. Warm up, then measure, counting transactions by type over the measured phase only.
+  tpcc.use_terminals(options.threads);
+  const auto transaction = [&tpcc](unsigned thread) { tpcc.run_one(thread); };
   const PhaseResult warmup =
-      run_phase(db, "warmup", {options.warmup_seconds, 0}, progress, [&tpcc] { tpcc.run_one(); });
+      run_phase(db, "warmup", {options.warmup_seconds, 0}, progress, options.threads, transaction);
   const TpccStats before_run = tpcc.stats();
   if (before_measured) before_measured();
   const PhaseResult measured =
-      run_phase(db, "run", {options.seconds, options.ops}, progress, [&tpcc] { tpcc.run_one(); });
-  const TpccStats& after_run = tpcc.stats();
+      run_phase(db, "run", {options.seconds, options.ops}, progress, options.threads, transaction);
+  const TpccStats after_run = tpcc.stats();
 
   // 3. A result on a corrupted database means nothing.
   const std::vector<std::string> violations = tpcc.check_consistency();
@@ -61,12 +63,7 @@ nlohmann::json run_tpcc_bench(Database& db, const BenchOptions& options,
   result["load"] = phase_json(load);
   result["load"]["memory"] = memory_after_load;
   result["warmup"] = phase_json(warmup);
-  result["ops"] = measured.ops;
-  result["seconds"] = measured.seconds;
-  result["throughput_ops_s"] =
-      measured.seconds > 0 ? static_cast<double>(measured.ops) / measured.seconds : 0.0;
-  result["counters"] = counters_json(measured.counters);
-  result["derived"] = derived_json(measured);
+  add_measured_json(result, measured);
   result["data_bytes"] = tree_bytes(memory_after_load_usage);
   result["loaded_row_bytes"] = totals.bytes;
   nlohmann::json by_type = nlohmann::json::object();
@@ -74,6 +71,7 @@ nlohmann::json run_tpcc_bench(Database& db, const BenchOptions& options,
     by_type[std::string(kTransactionNames[type])] =
         after_run.executed[type] - before_run.executed[type];
   by_type["new_order_rollbacks"] = after_run.new_order_rollbacks - before_run.new_order_rollbacks;
+  by_type["lock_conflicts"] = after_run.lock_conflicts - before_run.lock_conflicts;
   result["operations"] = by_type;
   return result;
 }

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "common/error.hpp"
+#include "engine/lock_manager.hpp"
 #include "workloads/tpcc_consistency.hpp"
 
 namespace tristore {
@@ -46,9 +47,12 @@ Tpcc::Tpcc(tpcc::TpccTables tables, TpccOptions options)
     : options_(validated(options)),
       tables_(std::move(tables)),
       load_constants_(choose_load_constants(options_)),
-      run_constants_(choose_run_constants(options_, load_constants_)),
-      inputs_(options_.warehouses, run_constants_,
-              tpcc::TpccRandom::derive(options_.seed, kInputs)) {}
+      run_constants_(choose_run_constants(options_, load_constants_)) {
+  terminals_.push_back({tpcc::TpccInputs(options_.warehouses, run_constants_,
+                                         tpcc::TpccRandom::derive(options_.seed, kInputs)),
+                        std::nullopt,
+                        {}});
+}
 
 Tpcc Tpcc::reopen(Database& db, TpccOptions options) {
   Tpcc tpcc(tpcc::TpccTables::open(db), options);
@@ -58,12 +62,12 @@ Tpcc Tpcc::reopen(Database& db, TpccOptions options) {
                               next_history_sequence = key.sequence + 1;
                               return true;
                             });
-  tpcc.transactions_.emplace(tpcc.tables_, next_history_sequence);
+  tpcc.start_transactions(next_history_sequence);
   return tpcc;
 }
 
 tpcc::TpccLoadTotals Tpcc::load(const tpcc::TpccLoadProgress& progress) {
-  if (transactions_) fail("tpcc: the database is already loaded");
+  if (terminals_.front().transactions) fail("tpcc: the database is already loaded");
   tpcc::TpccPopulation population;
   population.warehouses = options_.warehouses;
   population.seed = options_.seed;
@@ -72,41 +76,100 @@ tpcc::TpccLoadTotals Tpcc::load(const tpcc::TpccLoadProgress& progress) {
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();
   loaded_ = tpcc::load_population(tables_, population, progress);
-  transactions_.emplace(tables_, loaded_.history_rows);
+  start_transactions(loaded_.history_rows);
   return loaded_;
 }
 
-tpcc::TpccTransactions& Tpcc::transactions_with_inputs() {
-  if (!transactions_) fail("tpcc: load() must come before transactions");
-  return *transactions_;
+void Tpcc::start_transactions(std::uint64_t next_history_sequence) {
+  next_history_sequence_ = next_history_sequence;
+  ready_ = true;
+  use_terminals(terminals());
 }
 
-tpcc::TransactionType Tpcc::run_one() {
-  const tpcc::TransactionType type = inputs_.next_type();
-  run(type);
+void Tpcc::use_terminals(unsigned count) {
+  if (count == 0) fail("tpcc: at least one terminal must run");
+  if (started_) fail("tpcc: terminals are chosen before the first transaction");
+  // Terminal 0 draws the inputs a one-terminal run draws; with several, each has a home.
+  terminals_.clear();
+  for (unsigned t = 0; t < count; ++t) {
+    const std::uint32_t home = count == 1 ? 0 : t % options_.warehouses + 1;
+    terminals_.push_back(
+        {tpcc::TpccInputs(options_.warehouses, run_constants_,
+                          tpcc::TpccRandom::derive(options_.seed, kInputs + 16 * t), home),
+         std::nullopt,
+         {}});
+    if (ready_) terminals_.back().transactions.emplace(tables_, next_history_sequence_ + t, count);
+  }
+}
+
+tpcc::TpccTransactions& Tpcc::transactions_with_inputs() {
+  if (!terminals_.front().transactions) fail("tpcc: load() must come before transactions");
+  return *terminals_.front().transactions;
+}
+
+tpcc::TransactionType Tpcc::run_one(unsigned terminal) {
+  const tpcc::TransactionType type = terminals_.at(terminal).inputs.next_type();
+  run(type, terminal);
   return type;
 }
 
-void Tpcc::run(tpcc::TransactionType type) {
-  tpcc::TpccTransactions& transactions = transactions_with_inputs();
-  switch (type) {
-    case tpcc::TransactionType::kNewOrder:
-      if (!transactions.new_order(inputs_.new_order()).committed) ++stats_.new_order_rollbacks;
-      break;
-    case tpcc::TransactionType::kPayment:
-      transactions.payment(inputs_.payment());
-      break;
-    case tpcc::TransactionType::kOrderStatus:
-      transactions.order_status(inputs_.order_status());
-      break;
-    case tpcc::TransactionType::kDelivery:
-      transactions.delivery(inputs_.delivery());
-      break;
-    case tpcc::TransactionType::kStockLevel:
-      transactions.stock_level(inputs_.stock_level());
-      break;
+// A conflict aborted the attempt (its Transaction handle rolled it back): the same inputs
+// again, after letting the holder go on.
+template <typename Body>
+void Tpcc::retrying(Terminal& terminal, Body&& body) {
+  for (;;) {
+    try {
+      body();
+      return;
+    } catch (const LockConflict&) {
+      ++terminal.stats.lock_conflicts;
+      std::this_thread::yield();
+    }
   }
-  ++stats_.executed[static_cast<std::size_t>(type)];
+}
+
+void Tpcc::run(tpcc::TransactionType type, unsigned terminal_index) {
+  Terminal& terminal = terminals_.at(terminal_index);
+  if (!terminal.transactions) fail("tpcc: load() must come before transactions");
+  started_ = true;
+  tpcc::TpccTransactions& transactions = *terminal.transactions;
+  tpcc::TpccInputs& inputs = terminal.inputs;
+  switch (type) {
+    case tpcc::TransactionType::kNewOrder: {
+      const tpcc::NewOrderInput input = inputs.new_order();
+      retrying(terminal, [&] {
+        if (!transactions.new_order(input).committed) ++terminal.stats.new_order_rollbacks;
+      });
+      break;
+    }
+    case tpcc::TransactionType::kPayment: {
+      const tpcc::PaymentInput input = inputs.payment();
+      retrying(terminal, [&] { transactions.payment(input); });
+      break;
+    }
+    case tpcc::TransactionType::kOrderStatus: {
+      const tpcc::OrderStatusInput input = inputs.order_status();
+      retrying(terminal, [&] { transactions.order_status(input); });
+      break;
+    }
+    case tpcc::TransactionType::kDelivery: {
+      const tpcc::DeliveryInput input = inputs.delivery();
+      retrying(terminal, [&] { transactions.delivery(input); });
+      break;
+    }
+    case tpcc::TransactionType::kStockLevel: {
+      const tpcc::StockLevelInput input = inputs.stock_level();
+      retrying(terminal, [&] { transactions.stock_level(input); });
+      break;
+    }
+  }
+  ++terminal.stats.executed[static_cast<std::size_t>(type)];
+}
+
+TpccStats Tpcc::stats() const {
+  TpccStats total;
+  for (const Terminal& terminal : terminals_) total += terminal.stats;
+  return total;
 }
 
 std::vector<std::string> Tpcc::check_consistency() const {

@@ -7,13 +7,17 @@
 //   mix tpcc.transactions();                                               // how many so far
 //   tpcc.check_consistency();                                          // empty when consistent
 //
-// One Tpcc drives the database from one thread. The mix is 45/43/4/4/4 (New-Order, Payment,
-// Order-Status, Delivery, Stock-Level), no think times, the home warehouse uniform per
-// transaction. Rolled-back New-Orders (1 %) count as executed transactions.
+// The mix is 45/43/4/4/4 (New-Order, Payment, Order-Status, Delivery, Stock-Level), no think
+// times. Rolled-back New-Orders (1 %) count as executed transactions. A transaction that meets
+// a lock conflict is retried with the same inputs (counted in TpccStats::lock_conflicts).
+// One terminal by default, its home warehouse uniform per transaction; use_terminals(n) makes
+// n terminals for n threads, terminal t at home in warehouse t % warehouses + 1 (the spec's
+// fixed home), each with its own inputs: run_one(t) on one thread per terminal.
 #include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/database.hpp"
@@ -32,6 +36,14 @@ struct TpccOptions {
 struct TpccStats {
   std::array<std::uint64_t, tpcc::kTransactionTypes> executed{};  // by TransactionType
   std::uint64_t new_order_rollbacks = 0;                          // included in executed
+  std::uint64_t lock_conflicts = 0;  // attempts aborted by a conflict and retried
+
+  TpccStats& operator+=(const TpccStats& other) {
+    for (std::size_t i = 0; i < executed.size(); ++i) executed[i] += other.executed[i];
+    new_order_rollbacks += other.new_order_rollbacks;
+    lock_conflicts += other.lock_conflicts;
+    return *this;
+  }
 
   std::uint64_t total() const {
     std::uint64_t sum = 0;
@@ -57,13 +69,19 @@ class Tpcc {
   // Populates the empty tables (clause 4.3); progress is called after each table.
   tpcc::TpccLoadTotals load(const tpcc::TpccLoadProgress& progress = {});
 
-  // Runs one transaction drawn from the mix; returns its type. Error before load().
-  tpcc::TransactionType run_one();
-  // Runs one transaction of the given type with random inputs.
-  void run(tpcc::TransactionType type);
+  // After load() or reopen, before any transaction: `count` terminals (Error for 0).
+  void use_terminals(unsigned count);
+  unsigned terminals() const { return static_cast<unsigned>(terminals_.size()); }
 
-  std::uint64_t transactions() const { return stats_.total(); }
-  const TpccStats& stats() const { return stats_; }
+  // Runs one transaction drawn from the terminal's mix; returns its type. Error before load().
+  // Terminals may run on different threads at once; one terminal on one thread at a time.
+  tpcc::TransactionType run_one(unsigned terminal = 0);
+  // Runs one transaction of the given type with random inputs.
+  void run(tpcc::TransactionType type, unsigned terminal = 0);
+
+  std::uint64_t transactions() const { return stats().total(); }
+  // Every terminal's, summed (not while they run).
+  TpccStats stats() const;
   // Bytes of keys and rows loaded (the data set size).
   std::uint64_t data_bytes() const { return loaded_.bytes; }
   const TpccOptions& options() const { return options_; }
@@ -81,10 +99,21 @@ class Tpcc {
   TpccOptions options_;
   tpcc::TpccTables tables_;
   tpcc::NuRandConstants load_constants_, run_constants_;
-  tpcc::TpccInputs inputs_;
-  std::optional<tpcc::TpccTransactions> transactions_;  // once loaded
+  // One driver of transactions, on cache lines of its own.
+  struct alignas(64) Terminal {
+    tpcc::TpccInputs inputs;
+    std::optional<tpcc::TpccTransactions> transactions;  // once loaded
+    TpccStats stats;
+  };
+  void start_transactions(std::uint64_t next_history_sequence);
+  template <typename Body>
+  void retrying(Terminal& terminal, Body&& body);
+
+  std::vector<Terminal> terminals_;  // at least one
+  std::uint64_t next_history_sequence_ = 0;
+  bool ready_ = false;    // loaded or reopened
+  bool started_ = false;  // a transaction ran
   tpcc::TpccLoadTotals loaded_;
-  TpccStats stats_;
 };
 
 }  // namespace tristore

@@ -10,8 +10,13 @@ namespace tristore::tpcc {
 
 class TpccInputs {
  public:
-  TpccInputs(std::uint32_t warehouses, const NuRandConstants& run_constants, std::uint64_t seed)
-      : warehouses_(warehouses), constants_(run_constants), random_(seed) {}
+  // fixed_home: the terminal's home warehouse (clause 2.4.1.1); 0: uniform per transaction.
+  TpccInputs(std::uint32_t warehouses, const NuRandConstants& run_constants, std::uint64_t seed,
+             std::uint32_t fixed_home = 0)
+      : warehouses_(warehouses),
+        fixed_home_(fixed_home),
+        constants_(run_constants),
+        random_(seed) {}
 
   // New-Order 45 %, Payment 43 %, Order-Status, Delivery, Stock-Level 4 % each.
   TransactionType next_type() {
@@ -65,7 +70,9 @@ class TpccInputs {
   static constexpr std::uint32_t kUnusedItem = kItems + 1;
 
  private:
-  std::uint32_t home_warehouse() { return random_.uniform(1, warehouses_); }
+  std::uint32_t home_warehouse() {
+    return fixed_home_ != 0 ? fixed_home_ : random_.uniform(1, warehouses_);
+  }
   std::uint32_t district() { return random_.uniform(1, kDistrictsPerWarehouse); }
   std::uint32_t customer_id() {
     return random_.nurand(1023, 1, kCustomersPerDistrict, constants_.c_id);
@@ -88,6 +95,7 @@ class TpccInputs {
   }
 
   std::uint32_t warehouses_;
+  std::uint32_t fixed_home_;
   NuRandConstants constants_;
   TpccRandom random_;
 };

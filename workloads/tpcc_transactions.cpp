@@ -23,8 +23,11 @@ bool contains_original(const char* data, std::size_t size) {
 
 }  // namespace
 
-TpccTransactions::TpccTransactions(const TpccTables& tables, std::uint64_t next_history_sequence)
-    : tables_(tables), next_history_sequence_(next_history_sequence) {
+TpccTransactions::TpccTransactions(const TpccTables& tables, std::uint64_t next_history_sequence,
+                                   std::uint64_t history_sequence_step)
+    : tables_(tables),
+      next_history_sequence_(next_history_sequence),
+      history_sequence_step_(history_sequence_step) {
   customers_with_last_name_.reserve(64);
   recent_items_.reserve(20 * kMaxOrderLines);
   lines_to_deliver_.reserve(kMaxOrderLines);
@@ -212,7 +215,8 @@ PaymentResult TpccTransactions::payment(const PaymentInput& input) {
   history.w_id = input.w_id;
   fmt::format_to_n(history.data, sizeof(history.data), "{}    {}", text_of(warehouse.name),
                    text_of(district.name));
-  tables_.history.insert(txn, {next_history_sequence_++}, history);
+  tables_.history.insert(txn, {next_history_sequence_}, history);
+  next_history_sequence_ += history_sequence_step_;
   txn.commit();
   return {customer_key.c_id, customer.account.balance};
 }

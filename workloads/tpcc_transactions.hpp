@@ -74,8 +74,10 @@ struct StockLevelResult {
 
 class TpccTransactions {
  public:
-  // History rows get sequence numbers from next_history_sequence on.
-  TpccTransactions(const TpccTables& tables, std::uint64_t next_history_sequence);
+  // History rows get sequence numbers from next_history_sequence on, history_sequence_step
+  // apart (terminals on several threads interleave theirs).
+  TpccTransactions(const TpccTables& tables, std::uint64_t next_history_sequence,
+                   std::uint64_t history_sequence_step = 1);
 
   NewOrderResult new_order(const NewOrderInput& input);
   PaymentResult payment(const PaymentInput& input);
@@ -90,6 +92,7 @@ class TpccTransactions {
 
   TpccTables tables_;
   std::uint64_t next_history_sequence_;
+  std::uint64_t history_sequence_step_;
   // Reused buffers: no allocation per transaction once warm.
   std::vector<std::uint32_t> customers_with_last_name_;
   std::vector<std::uint32_t> recent_items_;

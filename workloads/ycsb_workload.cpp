@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <vector>
 
 #include "common/error.hpp"
 #include "engine/table.hpp"
@@ -57,33 +58,43 @@ class YcsbRunner {
   using Value = typename Layout::Value;
 
   // create: a new table (load() next); otherwise the existing one of a reopened database.
-  YcsbRunner(Database& db, const YcsbOptions& options, bool create = true)
+  // threads: workers sharing the table and the key distribution, each with its own random
+  // stream (worker 0's is the one-thread run's).
+  YcsbRunner(Database& db, const YcsbOptions& options, bool create = true, unsigned threads = 1)
       : db_(db),
         options_(options),
         table_(create ? db.create_table<Key, Value>("usertable")
                       : db.open_table<Key, Value>("usertable")),
-        keys_(options.distribution, options.records, options.zipf_theta, options.seed),
-        random_(options.seed ^ (create ? 0x5eedULL : 0x5eed2ULL)) {}
+        keys_(options.distribution, options.records, options.zipf_theta, options.seed) {
+    for (unsigned t = 0; t < threads; ++t)
+      workers_.emplace_back(options.seed ^ (create ? 0x5eedULL : 0x5eed2ULL) ^
+                            (t * 0x9E3779B97F4A7C15ULL));
+  }
 
   YcsbResult run(PhaseLimit warmup, PhaseLimit measured, const ProgressPrinter& progress,
                  const std::function<void()>& before_measured) {
+    const auto threads = static_cast<unsigned>(workers_.size());
+    const auto operation = [this](unsigned thread) { one_operation(workers_[thread]); };
     YcsbResult result;
     result.effective_theta = keys_.effective_theta();
     result.load = load(progress);
     result.memory_after_load = db_.memory_usage();
-    result.warmup = run_phase(db_, "warmup", warmup, progress, [this] { one_operation(); });
-    tallies_ = Tallies{};
+    result.warmup = run_phase(db_, "warmup", warmup, progress, threads, operation);
+    for (Worker& worker : workers_) worker.tallies = Tallies{};
     if (before_measured) before_measured();
-    result.measured = run_phase(db_, "run", measured, progress, [this] { one_operation(); });
-    result.lookups = tallies_.lookups;
-    result.updates = tallies_.updates;
-    result.scans = tallies_.scans;
-    result.scanned_records = tallies_.scanned_records;
-    result.not_found = tallies_.not_found;
+    result.measured = run_phase(db_, "run", measured, progress, threads, operation);
+    for (const Worker& worker : workers_) {
+      result.lookups += worker.tallies.lookups;
+      result.updates += worker.tallies.updates;
+      result.scans += worker.tallies.scans;
+      result.scanned_records += worker.tallies.scanned_records;
+      result.not_found += worker.tallies.not_found;
+    }
     return result;
   }
 
-  std::uint64_t not_found() const { return tallies_.not_found; }
+  void one_operation() { one_operation(workers_.front()); }
+  std::uint64_t not_found() const { return workers_.front().tallies.not_found; }
 
   PhaseResult load(const ProgressPrinter& progress) {
     // 1. Bulk-load keys 0..records-1 in order at the configured fill factor.
@@ -114,24 +125,6 @@ class YcsbRunner {
     return result;
   }
 
-  void one_operation() {
-    const std::uint64_t key = keys_.next(random_);
-    switch (options_.kind) {
-      case YcsbKind::kReadOnly:
-        lookup(key);
-        return;
-      case YcsbKind::kReadWrite:
-        if (random_.next_double() * 100.0 < options_.update_ratio_percent)
-          update(key);
-        else
-          lookup(key);
-        return;
-      case YcsbKind::kScan:
-        scan(key);
-        return;
-    }
-  }
-
  private:
   struct Tallies {
     std::uint64_t lookups = 0;
@@ -140,64 +133,85 @@ class YcsbRunner {
     std::uint64_t scanned_records = 0;
     std::uint64_t not_found = 0;
   };
+  // What one thread of the run owns, on cache lines of its own.
+  struct alignas(64) Worker {
+    explicit Worker(std::uint64_t seed) : random(seed) {}
+    Random random;
+    Tallies tallies;
+    char field_buffer[kYcsbFieldSize];
+  };
 
-  void lookup(std::uint64_t key) {
-    ++tallies_.lookups;
+  void one_operation(Worker& worker) {
+    const std::uint64_t key = keys_.next(worker.random);
+    switch (options_.kind) {
+      case YcsbKind::kReadOnly:
+        lookup(worker, key);
+        return;
+      case YcsbKind::kReadWrite:
+        if (worker.random.next_double() * 100.0 < options_.update_ratio_percent)
+          update(worker, key);
+        else
+          lookup(worker, key);
+        return;
+      case YcsbKind::kScan:
+        scan(worker, key);
+        return;
+    }
+  }
+
+  void lookup(Worker& worker, std::uint64_t key) {
+    ++worker.tallies.lookups;
     bool found;
     if constexpr (std::is_same_v<Layout, FullRowOps>) {
-      const std::size_t field = random_.next_below(kYcsbFieldCount);
+      const std::size_t field = worker.random.next_below(kYcsbFieldCount);
       found = table_.get_part(static_cast<Key>(key), field * kYcsbFieldSize, kYcsbFieldSize,
-                              field_buffer_);
+                              worker.field_buffer);
     } else {
       Value value;
       found = table_.get(key, value);
     }
-    tallies_.not_found += !found;
+    worker.tallies.not_found += !found;
   }
 
-  void update(std::uint64_t key) {
-    ++tallies_.updates;
+  void update(Worker& worker, std::uint64_t key) {
+    ++worker.tallies.updates;
     bool found;
     if constexpr (std::is_same_v<Layout, FullRowOps>) {
-      const std::size_t field = random_.next_below(kYcsbFieldCount);
-      std::memset(field_buffer_, static_cast<char>('A' + tallies_.updates % 26), kYcsbFieldSize);
+      const std::size_t field = worker.random.next_below(kYcsbFieldCount);
+      std::memset(worker.field_buffer, static_cast<char>('A' + worker.tallies.updates % 26),
+                  kYcsbFieldSize);
       found = table_.update_part(static_cast<Key>(key), field * kYcsbFieldSize, kYcsbFieldSize,
-                                 field_buffer_);
+                                 worker.field_buffer);
     } else {
-      found = table_.update(key, random_.next());
+      found = table_.update(key, worker.random.next());
     }
-    tallies_.not_found += !found;
+    worker.tallies.not_found += !found;
   }
 
-  void scan(std::uint64_t key) {
-    ++tallies_.scans;
-    std::size_t length = random_.next_between(1, options_.max_scan_length);
-    const std::size_t field = random_.next_below(kYcsbFieldCount);
+  void scan(Worker& worker, std::uint64_t key) {
+    ++worker.tallies.scans;
+    std::size_t length = worker.random.next_between(1, options_.max_scan_length);
+    const std::size_t field = worker.random.next_below(kYcsbFieldCount);
     if (options_.full_scan) {
       key = 0;
       length = options_.records;
     }
-    tallies_.scanned_records +=
-        table_.scan(static_cast<Key>(key), length, [this, field](const Key&, const Value& value) {
-          read_field(value, field);
+    worker.tallies.scanned_records += table_.scan(
+        static_cast<Key>(key), length, [&worker, field](const Key&, const Value& value) {
+          if constexpr (std::is_same_v<Layout, FullRowOps>)
+            std::memcpy(worker.field_buffer, value.fields.data() + field * kYcsbFieldSize,
+                        kYcsbFieldSize);
+          else
+            std::memcpy(worker.field_buffer, &value, sizeof(value));
           return true;
         });
-  }
-
-  void read_field(const Value& value, std::size_t field) {
-    if constexpr (std::is_same_v<Layout, FullRowOps>)
-      std::memcpy(field_buffer_, value.fields.data() + field * kYcsbFieldSize, kYcsbFieldSize);
-    else
-      std::memcpy(field_buffer_, &value, sizeof(value));
   }
 
   Database& db_;
   YcsbOptions options_;
   Table<Key, Value> table_;
   KeyChooser keys_;
-  Random random_;
-  Tallies tallies_;
-  char field_buffer_[kYcsbFieldSize];
+  std::vector<Worker> workers_;
 };
 
 template <typename Layout>
@@ -233,7 +247,7 @@ std::string_view ycsb_kind_name(YcsbKind kind) {
 }
 
 YcsbResult run_ycsb(Database& db, const YcsbOptions& options, PhaseLimit warmup,
-                    PhaseLimit measured, const ProgressPrinter& progress,
+                    PhaseLimit measured, const ProgressPrinter& progress, unsigned threads,
                     const std::function<void()>& before_measured) {
   // 1. Refuse what cannot be a YCSB table.
   if (options.records == 0) fail("ycsb: --records must be at least 1");
@@ -243,9 +257,12 @@ YcsbResult run_ycsb(Database& db, const YcsbOptions& options, PhaseLimit warmup,
   if (options.max_scan_length == 0) fail("ycsb: the maximum scan length must be at least 1");
 
   // 2. Run on the layout the options select.
+  if (threads == 0) fail("ycsb: at least one thread must run");
   if (options.micro)
-    return YcsbRunner<MicroOps>(db, options).run(warmup, measured, progress, before_measured);
-  return YcsbRunner<FullRowOps>(db, options).run(warmup, measured, progress, before_measured);
+    return YcsbRunner<MicroOps>(db, options, true, threads)
+        .run(warmup, measured, progress, before_measured);
+  return YcsbRunner<FullRowOps>(db, options, true, threads)
+      .run(warmup, measured, progress, before_measured);
 }
 
 std::unique_ptr<YcsbSession> YcsbSession::create(Database& db, const YcsbOptions& options) {

@@ -48,10 +48,11 @@ struct YcsbResult {
   double effective_theta = 0;
 };
 
-// Creates table "usertable", loads it, then runs the warm-up and the measured phase, calling
+// Creates table "usertable", loads it, then runs the warm-up and the measured phase on
+// `threads` threads (one key space, each thread its own random stream), calling
 // before_measured (if set) between the two. Throws Error if the engine loses a loaded record.
 YcsbResult run_ycsb(Database& db, const YcsbOptions& options, PhaseLimit warmup,
-                    PhaseLimit measured, const ProgressPrinter& progress,
+                    PhaseLimit measured, const ProgressPrinter& progress, unsigned threads = 1,
                     const std::function<void()>& before_measured = {});
 
 // One operation at a time on table "usertable", for a driver that runs its own loop

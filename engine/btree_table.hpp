@@ -20,6 +20,7 @@
 #include "tiers/buffer_manager.hpp"
 #include "tiers/main_memory_access.hpp"
 #include "tiers/nvm_direct_access.hpp"
+#include "tiers/resident_reads.hpp"
 
 namespace tristore {
 
@@ -54,18 +55,18 @@ class BTreeTable final : public TableInterface<K, V> {
   // Reads in a transaction lock the row shared; reads outside one fail on a row an open
   // transaction changed (engine/lock_manager.hpp).
   bool get(TransactionState* txn, const K& key, V& out) override {
-    return reading(txn, [&] {
+    return reading(txn, kRestartable, [&](auto& tree) {
       lock_row(txn, key, LockMode::kShared);
-      return read_tree_.lookup(key, out);
+      return tree.lookup(key, out);
     });
   }
   bool get_part(TransactionState* txn, const K& key, std::size_t offset, std::size_t length,
                 void* out) override {
     check_part(offset, length);
-    return reading(txn, [&] {
+    return reading(txn, kRestartable, [&](auto& tree) {
       lock_row(txn, key, LockMode::kShared);
-      return read_tree_.lookup_part(key, static_cast<std::uint32_t>(offset),
-                                    static_cast<std::uint32_t>(length), out);
+      return tree.lookup_part(key, static_cast<std::uint32_t>(offset),
+                              static_cast<std::uint32_t>(length), out);
     });
   }
   // Each row visited is locked (in a transaction) or checked as a get would be; with no row
@@ -73,10 +74,11 @@ class BTreeTable final : public TableInterface<K, V> {
   // locked against (no key-range locks): a scan repeated in a transaction may see them.
   std::size_t scan(TransactionState* txn, const K& from, std::size_t limit,
                    const Visit& visit) override {
-    return reading(txn, [&] {
+    // Not restartable: the caller's visit has already seen the rows before a restart.
+    return reading(txn, !kRestartable, [&](auto& tree) {
       if (txn == nullptr && transactions_.locks().locked_rows() == 0)
-        return read_tree_.scan(from, limit, visit);
-      return read_tree_.scan(from, limit, [&](const K& key, const V& value) {
+        return tree.scan(from, limit, visit);
+      return tree.scan(from, limit, [&](const K& key, const V& value) {
         lock_row(txn, key, LockMode::kShared);
         return visit(key, value);
       });
@@ -219,16 +221,38 @@ class BTreeTable final : public TableInterface<K, V> {
       locks.check_free(table_id_, name, mode);
   }
 
-  // A read holds the database's latch shared when it changes nothing shared: outside any
-  // transaction (no lock to take) on an architecture whose reads write nothing.
+  // body(tree) runs a read on a tree. Outside any transaction (no lock to take) it holds the
+  // database's latch shared where the read changes nothing shared: main-memory always; the
+  // buffer manager while the path is in DRAM (tiers/resident_reads.hpp), else the read starts
+  // again under the exclusive latch, and so do the thread's next kExclusiveAfterMiss reads
+  // (data beyond DRAM: most would miss again). nvm-direct's reads charge the simulated LLC,
+  // and reads in a transaction take locks: exclusive.
+  static constexpr bool kRestartable = true;
+  static constexpr unsigned kExclusiveAfterMiss = 64;
   template <typename Body>
-  auto reading(TransactionState* txn, Body&& body) {
-    if (txn == nullptr && !kLogged) {
-      const OperationLatch::Shared latched(transactions_.latch());
-      return body();
+  auto reading(TransactionState* txn, bool restartable, Body&& body) {
+    if (txn == nullptr) {
+      if constexpr (!kLogged) {
+        const OperationLatch::Shared latched(transactions_.latch());
+        return body(read_tree_);
+      } else if constexpr (std::is_same_v<Inner, BufferManager>) {
+        thread_local unsigned exclusive_reads_left = 0;
+        if (restartable && exclusive_reads_left == 0) {
+          try {
+            const OperationLatch::Shared latched(transactions_.latch());
+            ResidentReads reads(context_.inner());
+            BTree<K, V, ResidentReads> tree(reads, root_);
+            return body(tree);
+          } catch (const ResidentReads::NotResident&) {
+            exclusive_reads_left = kExclusiveAfterMiss;
+          }
+        } else if (exclusive_reads_left > 0) {
+          --exclusive_reads_left;
+        }
+      }
     }
     const OperationLatch::Exclusive latched(transactions_.latch());
-    return body();
+    return body(read_tree_);
   }
 
   template <typename Body>

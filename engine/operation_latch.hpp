@@ -20,12 +20,12 @@
 #include <mutex>
 #include <thread>
 
+#include "common/thread_slot.hpp"
+
 namespace tristore {
 
 class OperationLatch {
  public:
-  static constexpr std::size_t kReaderSlots = 64;
-
   OperationLatch() = default;
   OperationLatch(const OperationLatch&) = delete;
   OperationLatch& operator=(const OperationLatch&) = delete;
@@ -46,8 +46,7 @@ class OperationLatch {
     writers_.lock();
     writer_.store(true, std::memory_order_seq_cst);
     // Threads that took an index after this load see the flag before they read anything.
-    const std::size_t slots =
-        std::min<std::size_t>(threads_seen().load(std::memory_order_seq_cst), kReaderSlots);
+    const std::size_t slots = thread_slots_in_use();
     for (std::size_t i = 0; i < slots; ++i)
       for (unsigned spins = 0; slots_[i].readers.load(std::memory_order_seq_cst) != 0; ++spins)
         back_off(spins);
@@ -81,18 +80,9 @@ class OperationLatch {
 
  private:
   struct alignas(64) ReaderSlot {
-    std::atomic<std::uint32_t> readers{0};  // a count: threads beyond kReaderSlots share slots
+    std::atomic<std::uint32_t> readers{0};  // a count: threads beyond kThreadSlots share slots
   };
 
-  static std::atomic<std::size_t>& threads_seen() {
-    static std::atomic<std::size_t> seen{0};
-    return seen;
-  }
-  static std::size_t thread_slot() {
-    thread_local const std::size_t slot =
-        threads_seen().fetch_add(1, std::memory_order_seq_cst) % kReaderSlots;
-    return slot;
-  }
   static void back_off(unsigned spins) {
     if (spins < 64)
       _mm_pause();
@@ -100,7 +90,7 @@ class OperationLatch {
       std::this_thread::yield();
   }
 
-  std::array<ReaderSlot, kReaderSlots> slots_;
+  std::array<ReaderSlot, kThreadSlots> slots_;
   alignas(64) std::atomic<bool> writer_{false};
   std::mutex writers_;
 };

@@ -354,8 +354,9 @@ FullFrame* BufferManager::promote(MiniPage* mini) {
   if (from.has(frame_flag::kSwizzled)) {
     full->header.owner = from.owner;
     full->header.swip_offset = from.swip_offset;
-    full->header.flags = static_cast<std::uint8_t>(
-        full->header.flags | (from.flags & (frame_flag::kSwizzled | frame_flag::kOwnerIsRoot)));
+    full->header.set(static_cast<std::uint8_t>(
+        from.flags.load(std::memory_order_relaxed) &
+        (frame_flag::kSwizzled | frame_flag::kOwnerIsRoot)));
     *owning_swip(&full->header) = Swip::from_frame(&full->header);
     from.clear(frame_flag::kSwizzled | frame_flag::kOwnerIsRoot);
   }
@@ -896,6 +897,10 @@ void BufferManager::write_back_all() {
 
 Counters BufferManager::counters() const {
   Counters total = counters_;
+  for (const ThreadReads& reads : thread_reads_) {
+    total.swizzled_hits += reads.swizzled_hits.load(std::memory_order_relaxed);
+    total.page_table_lookups += reads.page_table_lookups.load(std::memory_order_relaxed);
+  }
   if (nvm_ != nullptr) total += nvm_->device().counters();
   if (ssd_ != nullptr) total += ssd_->counters();
   return total;

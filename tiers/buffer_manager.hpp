@@ -25,9 +25,13 @@
 // write_back_all, which writes swizzled swips down as page ids but leaves them swizzled in DRAM:
 // then no root swip may be used after the manager is gone.
 //
-// Single-threaded today. Every frame carries a version-latch word and no frame pointer
-// outlives the Guard it came from, so optimistic latching can come without a redesign.
+// Threads: the database's operation latch (engine/operation_latch.hpp) serialises every call
+// that may change the buffer; reads of what is already in DRAM go through ResidentReads
+// (tiers/resident_reads.hpp) beside each other. Every frame carries a version-latch word and
+// no frame pointer outlives the Guard it came from, so optimistic latching can come without a
+// redesign.
 #include <array>
+#include <atomic>
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
@@ -38,6 +42,7 @@
 #include <vector>
 
 #include "common/counters.hpp"
+#include "common/thread_slot.hpp"
 #include "common/types.hpp"
 #include "nvm/nvm_tier.hpp"
 #include "ssd/ssd_page_file.hpp"
@@ -138,6 +143,23 @@ class BufferManager {
   enum class Location { kNowhere, kDramFull, kDramMini, kNvm, kSsd };
   Location location(PageId page_id) const;
 
+  // For reads that change nothing (tiers/resident_reads.hpp), which many threads may run at
+  // once: the page's DRAM frame or null (nothing loaded, nothing counted); and their fixes,
+  // counted per thread without a locked instruction, summed by counters().
+  FrameHeader* frame_in_dram(PageId page_id) const {
+    void* const* entry = page_table_.find(page_id);
+    if (entry == nullptr || (nvm_ != nullptr && nvm_->in_slot_area(*entry))) return nullptr;
+    return static_cast<FrameHeader*>(*entry);
+  }
+  void add_resident_reads(std::uint64_t swizzled_hits, std::uint64_t page_table_lookups) {
+    ThreadReads& mine = thread_reads_[thread_slot()];
+    mine.swizzled_hits.store(mine.swizzled_hits.load(std::memory_order_relaxed) + swizzled_hits,
+                             std::memory_order_relaxed);
+    mine.page_table_lookups.store(
+        mine.page_table_lookups.load(std::memory_order_relaxed) + page_table_lookups,
+        std::memory_order_relaxed);
+  }
+
  private:
   friend class Guard;
   enum class Need { kAnything, kFullFrame };
@@ -220,6 +242,12 @@ class BufferManager {
 
   Counters counters_;
   AdmissionStats admission_stats_;
+  // Two threads sharing a slot (more than kThreadSlots threads) may lose a count, never more.
+  struct alignas(64) ThreadReads {
+    std::atomic<std::uint64_t> swizzled_hits{0};
+    std::atomic<std::uint64_t> page_table_lookups{0};
+  };
+  std::array<ThreadReads, kThreadSlots> thread_reads_;
 };
 
 // A fixed page. Move-only; releasing (or destroying) it unfixes the page. Pointers returned
@@ -272,7 +300,7 @@ class BufferManager::Guard {
 
 inline BufferManager::Guard BufferManager::pin(FrameHeader* frame) {
   ++frame->fix_count;
-  frame->set(frame_flag::kReferenced);
+  frame->mark_referenced();
   return Guard(this, frame);
 }
 

@@ -43,13 +43,27 @@ struct FrameHeader {
   std::uint16_t swip_offset = 0;
   std::uint16_t fix_count = 0;
   std::uint16_t mini_dirty = 0;  // mini pages: one bit per slot
-  std::uint8_t flags = 0;
+  // Atomic because readers holding the database latch shared (tiers/resident_reads.hpp) set
+  // kReferenced side by side; every other change comes from an exclusive holder, so set and
+  // clear need no locked instruction.
+  std::atomic<std::uint8_t> flags{0};
   std::uint8_t mini_count = 0;  // mini pages: slots in use
 
-  bool is_mini() const { return (flags & frame_flag::kMini) != 0; }
-  bool has(std::uint8_t flag) const { return (flags & flag) != 0; }
-  void set(std::uint8_t flag) { flags = static_cast<std::uint8_t>(flags | flag); }
-  void clear(std::uint8_t flag) { flags = static_cast<std::uint8_t>(flags & ~flag); }
+  bool is_mini() const { return has(frame_flag::kMini); }
+  bool has(std::uint8_t flag) const { return (flags.load(std::memory_order_relaxed) & flag) != 0; }
+  void set(std::uint8_t flag) {
+    flags.store(static_cast<std::uint8_t>(flags.load(std::memory_order_relaxed) | flag),
+                std::memory_order_relaxed);
+  }
+  void clear(std::uint8_t flag) {
+    flags.store(static_cast<std::uint8_t>(flags.load(std::memory_order_relaxed) & ~flag),
+                std::memory_order_relaxed);
+  }
+  // The clock's second chance; safe among shared readers, and writes only when it changes.
+  void mark_referenced() {
+    if (!has(frame_flag::kReferenced))
+      flags.fetch_or(frame_flag::kReferenced, std::memory_order_relaxed);
+  }
   void bump_version() {
     version.store(version.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   }
@@ -67,7 +81,8 @@ struct alignas(64) FullFrame {
 
   bool is_resident(std::size_t first_line, std::size_t last_line) const {
     if (resident_all) return true;
-    return first_line == last_line ? resident.test(first_line) : resident.all(first_line, last_line);
+    return first_line == last_line ? resident.test(first_line)
+                                   : resident.all(first_line, last_line);
   }
 };
 static_assert(offsetof(FullFrame, data) <= 128, "full frame header must fit two cache lines");

@@ -83,7 +83,7 @@ MiniPage* FramePool::try_allocate_mini() {
   MiniPage* mini = mini_page(slab, index);
   unpoison_bytes(mini, offsetof(MiniPage, data));
   auto* result = new (mini) MiniPage;
-  result->header.flags = frame_flag::kMini;
+  result->header.flags.store(frame_flag::kMini, std::memory_order_relaxed);
   return result;
 }
 

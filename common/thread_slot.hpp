@@ -1,0 +1,29 @@
+#pragma once
+// A small index per thread, for what is kept per thread in fixed arrays of cache-line-sized
+// slots (the operation latch's readers, the buffer manager's read counters): threads beyond
+// kThreadSlots share slots, round robin.
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+
+namespace tristore {
+
+inline constexpr std::size_t kThreadSlots = 64;
+
+namespace detail {
+inline std::atomic<std::size_t> threads_given_a_slot{0};
+}  // namespace detail
+
+inline std::size_t thread_slot() {
+  thread_local const std::size_t slot =
+      detail::threads_given_a_slot.fetch_add(1, std::memory_order_seq_cst) % kThreadSlots;
+  return slot;
+}
+
+// Slots [0, thread_slots_in_use()) are every slot a thread has had so far (sequentially
+// consistent: a thread whose first thread_slot() comes after this call is not counted).
+inline std::size_t thread_slots_in_use() {
+  return std::min(detail::threads_given_a_slot.load(std::memory_order_seq_cst), kThreadSlots);
+}
+
+}  // namespace tristore

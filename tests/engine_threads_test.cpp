@@ -266,6 +266,55 @@ TEST_P(Threads, OwnKeysReadBackUnderEvictionAndCheckpointsAndSurviveReopen) {
   check_table(reopened);
 }
 
+// Data in DRAM: reads outside transactions run side by side under the shared latch
+// (tiers/resident_reads.hpp) while two writers update rows and checkpoint. No reader may see a
+// row half written or a version older than one it saw before (a writer's versions only grow).
+TEST_P(Threads, ReadersBesideWritersInDramSeeWholeRowsAndNeverGoBack) {
+  const std::uint64_t seed = testing_support::test_seed();
+  constexpr std::uint64_t kKeys = 2000;
+  constexpr unsigned kReaders = 4, kWriters = 2;
+  constexpr int kReads = 20000, kWrites = 1500;
+  Config config;
+  config.architecture = GetParam();
+  config.dram_bytes = 64 * kMiB;
+  config.nvm_bytes = 48 * kMiB;
+  config.ssd_bytes = 64 * kMiB;
+  config.nvm_path = files_.nvm;
+  config.ssd_path = files_.ssd;
+  config.open_mode = OpenMode::kCreateReplacing;
+  auto db = Database::open(config);
+  auto rows = db->create_table<std::uint64_t, Row>("rows");
+  rows.bulk_load(kKeys, [](std::size_t n, std::uint64_t& key, Row& row) {
+    key = n;
+    row = make_row(key, 0);
+  });
+  on_threads(kReaders + kWriters, [&](unsigned t) {
+    std::mt19937_64 random(seed * 104729 + t);
+    if (t < kWriters) {  // writer t owns the keys k % kWriters == t: its versions only grow
+      for (int i = 1; i <= kWrites; ++i) {
+        const std::uint64_t key = (random() % (kKeys / kWriters)) * kWriters + t;
+        if (!rows.update(key, make_row(key, static_cast<std::uint64_t>(i))))
+          throw Error(fmt::format("writer {}: key {} vanished", t, key));
+        if (i % 500 == 0) db->checkpoint();
+      }
+      return;
+    }
+    std::vector<std::uint64_t> seen(kKeys, 0);
+    for (int i = 0; i < kReads; ++i) {
+      const std::uint64_t key = random() % kKeys;
+      Row row;
+      if (!rows.get(key, row)) throw Error(fmt::format("reader {}: key {} vanished", t, key));
+      if (row.key != key || row.filler[0] != key * 31 + row.version ||
+          row.filler[13] != key * 31 + row.version)
+        throw Error(fmt::format("reader {}: key {} read torn (seed {})", t, key, seed));
+      if (row.version < seen[key])
+        throw Error(fmt::format("reader {}: key {} went back from version {} to {} (seed {})", t,
+                                key, seen[key], row.version, seed));
+      seen[key] = row.version;
+    }
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryArchitecture, Threads,
                          ::testing::Values(Architecture::kMainMemory, Architecture::kThreeTier,
                                            Architecture::kBasicNvm, Architecture::kNvmDirect,

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Scaling with worker threads (--threads 1, 2, 4 on the 2-core machine; 4 oversubscribes):
+#   ycsb-dram  YCSB-RO, ~100 MiB of data in DRAM 512 MiB: reads run side by side
+#   ycsb-nvm   YCSB-RO, ~400 MiB of data, DRAM 64 MiB, NVM 1 GiB: most reads load lines
+#   tpcc       TPC-C, 2 warehouses in DRAM, a terminal per thread at home in its warehouse
+# No NVM latency injected. Writes results/threads/*.json and results/plots/threads.png. ~5 min.
+source "$(dirname "$0")/lib.sh"
+threads_list=${THREADS:-"1 2 4"}
+
+results_dir threads
+for threads in $threads_list; do
+  echo "$threads threads"
+  for arch in main-memory 3tier basic-nvm ssd-bm nvm-direct; do
+    run "ycsb-dram_${arch}_t${threads}" --arch "$arch" --threads "$threads" --workload ycsb-ro \
+      --records "$(ycsb_records 100)" --dram 512MiB --nvm 1GiB --ssd 1GiB "$@"
+  done
+  for arch in 3tier basic-nvm nvm-direct; do
+    run "ycsb-nvm_${arch}_t${threads}" --arch "$arch" --threads "$threads" --workload ycsb-ro \
+      --records "$(ycsb_records 400)" --dram 64MiB --nvm 1GiB --ssd 1GiB "$@"
+  done
+  for arch in main-memory 3tier; do
+    run "tpcc_${arch}_t${threads}" --arch "$arch" --threads "$threads" --workload tpcc \
+      --warehouses 2 --dram 1GiB --nvm 2GiB --ssd 2GiB "$@"
+  done
+done
+plot scaling_plot.py "$out" threads

@@ -17,7 +17,6 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <thread>
 
 #include "common/thread_slot.hpp"
@@ -43,18 +42,17 @@ class OperationLatch {
   void unlock_shared() { slots_[thread_slot()].readers.fetch_sub(1, std::memory_order_release); }
 
   void lock() {
-    writers_.lock();
-    writer_.store(true, std::memory_order_seq_cst);
-    // Threads that took an index after this load see the flag before they read anything.
+    // The flag is the writers' lock too: operations are short, so a writer spins (then
+    // yields) rather than sleeping in the kernel, as a mutex would under contention.
+    for (unsigned spins = 0; writer_.exchange(true, std::memory_order_seq_cst); ++spins)
+      back_off(spins);
+    // Threads that take a slot after this load see the flag before they read anything.
     const std::size_t slots = thread_slots_in_use();
     for (std::size_t i = 0; i < slots; ++i)
       for (unsigned spins = 0; slots_[i].readers.load(std::memory_order_seq_cst) != 0; ++spins)
         back_off(spins);
   }
-  void unlock() {
-    writer_.store(false, std::memory_order_release);
-    writers_.unlock();
-  }
+  void unlock() { writer_.store(false, std::memory_order_release); }
 
   // Scoped holders.
   class [[nodiscard]] Shared {
@@ -92,7 +90,6 @@ class OperationLatch {
 
   std::array<ReaderSlot, kThreadSlots> slots_;
   alignas(64) std::atomic<bool> writer_{false};
-  std::mutex writers_;
 };
 
 }  // namespace tristore

@@ -4,7 +4,7 @@
   scaling_plot.py RESULTS_DIR NAME
 
 Results are named PANEL_ARCH_tTHREADS.json; PANEL (ycsb-dram, ycsb-nvm, tpcc) picks the panel.
-Each point is labelled with its speed-up over the architecture's one-thread run.
+The two-thread points are labelled with their speed-up over the one-thread run.
 Writes results/plots/NAME.png.
 """
 import argparse
@@ -43,7 +43,7 @@ def main():
                     label=label)
             one = dict(points).get(1)
             for threads, ops in points:
-                if one and threads > 1:
+                if one and threads == 2:
                     ax.annotate(f"{ops / one:.2f}x", (threads, ops), fontsize=7,
                                 textcoords="offset points", xytext=(3, 3), color=colour)
         config = runs[0]["config"]

@@ -54,17 +54,10 @@ class ResidentReads {
   ResidentReads& operator=(const ResidentReads&) = delete;
 
   [[gnu::always_inline]] Guard fix(Swip& swip, Guard* parent) {
-    FrameHeader* frame;
-    if (swip.is_swizzled()) [[likely]] {
-      ++swizzled_hits_;
-      frame = swip.frame<FrameHeader>();
-    } else {
-      ++page_table_lookups_;
-      frame = manager_.frame_in_dram(swip.page_id());
-      // A swip the buffer manager would swizzle goes to it once, so that later reads skip
-      // the page table.
-      if (frame == nullptr || would_swizzle(frame, parent)) not_resident();
-    }
+    if (!swip.is_swizzled()) [[unlikely]]
+      return fix_unswizzled(swip, parent);
+    ++swizzled_hits_;
+    FrameHeader* frame = swip.frame<FrameHeader>();
     frame->mark_referenced();
     return Guard(frame);
   }
@@ -77,6 +70,16 @@ class ResidentReads {
   [[noreturn]] void free_page(Guard&&) { refuse("free_page"); }
 
  private:
+  [[gnu::noinline]] Guard fix_unswizzled(Swip& swip, Guard* parent) {
+    ++page_table_lookups_;
+    FrameHeader* frame = manager_.frame_in_dram(swip.page_id());
+    // A swip the buffer manager would swizzle goes to it once, so that later reads skip the
+    // page table.
+    if (frame == nullptr || would_swizzle(frame, parent)) not_resident();
+    frame->mark_referenced();
+    return Guard(frame);
+  }
+
   // BufferManager::swizzle's conditions: swizzling on, the child not yet swizzled, the swip
   // outside any page (a root) or in a full frame.
   bool would_swizzle(const FrameHeader* child, const Guard* parent) const {

@@ -12,6 +12,11 @@
 //   (5) -> SSD: admission denied; written only if dirty.
 //   (6) NVM eviction: clock over slots; written to SSD only if dirty relative to SSD.
 //
+// Its definitions are split by concept: buffer_manager.cpp (construction, fixing pages,
+// counters), line_loading.cpp (loads from NVM and SSD, mini pages, promotion), swizzling.cpp,
+// dram_eviction.cpp, nvm_cache.cpp (admission, NVM eviction) and write_back.cpp (dirty lines
+// and pages to NVM and SSD, checkpoints, close). The hot paths are inline below.
+//
 // One class runs every buffer-managed architecture (BufferManagerOptions):
 //   3tier        nvm + ssd; cache_line_grained, mini_pages, swizzling switch off one by one
 //   basic-nvm    nvm only: page-grained, page table, no swizzling; each page's slot is its home

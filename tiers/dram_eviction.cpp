@@ -1,0 +1,111 @@
+// BufferManager (tiers/buffer_manager.hpp): frames for pages, and DRAM eviction (a clock over
+// slabs of frames; paper Figure 6, transitions 3 to 5).
+#include "tiers/buffer_manager.hpp"
+
+#include "common/error.hpp"
+
+namespace tristore {
+
+FullFrame* BufferManager::allocate_full() {
+  for (;;) {
+    if (FullFrame* frame = pool_.try_allocate_full()) return frame;
+    if (!evict_for(Need::kFullFrame))
+      fail("DRAM buffer pool exhausted: all {} frames are fixed or hold swizzled children",
+           pool_.slab_count());
+  }
+}
+
+MiniPage* BufferManager::allocate_mini() {
+  for (;;) {
+    if (MiniPage* mini = pool_.try_allocate_mini()) return mini;
+    if (!evict_for(Need::kAnything))
+      fail("DRAM buffer pool exhausted: all {} frames are fixed or hold swizzled children",
+           pool_.slab_count());
+  }
+}
+
+bool BufferManager::evictable(FrameHeader* frame) const {
+  if (frame->fix_count != 0 || frame->has(frame_flag::kPromoted)) return false;
+  return frame->is_mini() || as_full(frame)->swizzled_children == 0;
+}
+
+bool BufferManager::evict_for(Need need) {
+  // Clock over slabs: the first sweep may only clear second-chance bits, the second finds a
+  // victim unless every frame is fixed or has swizzled children. A full frame needs a whole
+  // slab, so a mini slab is then evicted at once, and only when all its pages are cold.
+  using SlabKind = FramePool::SlabKind;
+  const std::size_t slabs = pool_.slab_count();
+  for (std::size_t step = 0; step < 2 * slabs + 1; ++step) {
+    const std::size_t slab = dram_hand_;
+    dram_hand_ = slab + 1 == slabs ? 0 : slab + 1;
+    if (pool_.kind(slab) == SlabKind::kFull) {
+      FrameHeader* frame = &pool_.full_frame(slab)->header;
+      if (!evictable(frame)) continue;
+      if (frame->has(frame_flag::kReferenced)) {
+        frame->clear(frame_flag::kReferenced);
+        continue;
+      }
+      evict(frame);
+      return true;
+    }
+    if (pool_.kind(slab) != SlabKind::kMini) continue;
+    bool all_cold = true;
+    for (std::size_t i = 0; i < FramePool::kMinisPerSlab; ++i) {
+      if (!(pool_.minis_in_use(slab) & (1u << i))) continue;
+      FrameHeader* frame = &pool_.mini_page(slab, i)->header;
+      if (!evictable(frame)) {
+        all_cold = false;
+      } else if (frame->has(frame_flag::kReferenced)) {
+        frame->clear(frame_flag::kReferenced);
+        all_cold = false;
+      } else if (need == Need::kAnything) {
+        evict(frame);
+        return true;
+      }
+    }
+    if (need == Need::kFullFrame && all_cold) {
+      for (std::size_t i = 0; i < FramePool::kMinisPerSlab; ++i)
+        if (pool_.minis_in_use(slab) & (1u << i)) evict(&pool_.mini_page(slab, i)->header);
+      return true;
+    }
+  }
+  return false;
+}
+
+void BufferManager::evict(FrameHeader* frame) {
+  assert(evictable(frame));
+  // 1. No swizzled pointer to the frame may survive it.
+  if (frame->has(frame_flag::kSwizzled)) unswizzle(frame);
+  // 2. Write it down: NVM-backed pages stay in their slot (dirty lines only), others face
+  //    the admission decision. The log first (write-ahead rule).
+  if (options_.before_write_back) options_.before_write_back(write_back_lsn(frame));
+  if (frame->nvm != nullptr)
+    write_back_to_nvm(frame);
+  else
+    evict_unbacked(as_full(frame));
+  // 3. Free the frame.
+  ++counters_.dram_evictions;
+  frame->bump_version();
+  pool_.release(frame);
+}
+
+void BufferManager::evict_unbacked(FullFrame* frame) {
+  assert(frame->resident_all);
+  const PageId page_id = frame->header.page_id;
+  // Transition 4: admitted to NVM, the whole page (it was never NVM-backed).
+  if (nvm_ != nullptr && should_admit(page_id)) {
+    if (std::byte* slot = admit_to_nvm(page_id, frame->data, frame->dirty_all)) {
+      page_table_.insert_or_assign(page_id, slot);
+      return;
+    }
+  }
+  // Transition 5: denied (or NVM held only pages now in DRAM): to SSD, only if dirty.
+  if (nvm_ != nullptr) {
+    ++counters_.nvm_admissions_denied;
+    admission_set_.insert(page_id);
+  }
+  if (frame->dirty_all) write_to_ssd(page_id, frame->data);
+  page_table_.erase(page_id);
+}
+
+}  // namespace tristore

@@ -1,0 +1,269 @@
+// BufferManager (tiers/buffer_manager.hpp): writing dirty pages and lines back to NVM and
+// SSD (staged in the double-write area first), for eviction, checkpoints and close.
+#include "tiers/buffer_manager.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "common/error.hpp"
+#include "common/page_format.hpp"
+#include "nvm/nvm_page_checksum.hpp"
+
+namespace tristore {
+
+namespace {
+
+// Every frame in use, promoted mini pages included (their full frames come on their own).
+template <typename Visit>
+void for_each_frame(FramePool& pool, Visit&& visit) {
+  for (std::size_t slab = 0; slab < pool.slab_count(); ++slab) {
+    if (pool.kind(slab) == FramePool::SlabKind::kFull) {
+      visit(&pool.full_frame(slab)->header);
+    } else if (pool.kind(slab) == FramePool::SlabKind::kMini) {
+      for (std::size_t i = 0; i < FramePool::kMinisPerSlab; ++i)
+        if (pool.minis_in_use(slab) & (1u << i)) visit(&pool.mini_page(slab, i)->header);
+    }
+  }
+}
+
+}  // namespace
+
+Lsn BufferManager::write_back_lsn(FrameHeader* frame) const {
+  constexpr Lsn kUnknown = ~Lsn{0};
+  if (frame->is_mini()) {
+    const MiniPage* mini = as_mini(frame);
+    if (frame->mini_count == 0 || mini->slots[0] != 0) return kUnknown;
+    return page_lsn(mini->data);
+  }
+  const FullFrame* full = as_full(frame);
+  return full->is_resident(0, 0) ? page_lsn(full->data) : kUnknown;
+}
+
+void BufferManager::write_back_to_nvm(FrameHeader* frame) {
+  assert(frame->is_mini() || as_full(frame)->swizzled_children == 0);
+  persist_dirty_lines(frame, {}, nullptr);
+  // The page table now leads to the slot.
+  const SlotId slot_id = nvm_->slot_of(frame->nvm);
+  nvm_referenced_[slot_id] = 1;
+  page_table_.insert_or_assign(frame->page_id, frame->nvm);
+}
+
+bool BufferManager::persist_dirty_lines(FrameHeader* frame, std::span<const SwizzledSwip> swips,
+                                        std::byte* scratch) {
+  std::byte* slot = frame->nvm;
+  // 1. The dirty lines (the whole page when it is dirty as a whole), swips as page ids.
+  std::uint32_t count = 0;
+  auto add_lines = [&](const std::byte* from, std::size_t first_line, std::size_t lines) {
+    for (std::size_t i = 0; i < lines; ++i, ++count) {
+      write_back_indices_[count] = static_cast<std::uint8_t>(first_line + i);
+      write_back_lines_[count] = from + i * kCacheLineSize;
+    }
+  };
+  if (frame->is_mini()) {
+    const MiniPage* mini = as_mini(frame);
+    for (std::size_t i = 0; i < frame->mini_count; ++i)
+      if (frame->mini_dirty & (1u << i))
+        add_lines(mini->data + i * kCacheLineSize, mini->slots[i], 1);
+  } else {
+    const FullFrame* full = as_full(frame);
+    if (full->dirty_all) {
+      assert(full->resident_all);
+      add_lines(unswizzled_lines(full, 0, kLinesPerPage, swips, scratch), 0, kLinesPerPage);
+    } else {
+      full->dirty.for_each_run([&](std::size_t line, std::size_t lines) {
+        add_lines(unswizzled_lines(full, line, lines, swips, scratch), line, lines);
+      });
+    }
+  }
+  const bool wrote = count > 0;
+  // 2. Staged first (a torn write in place is mended from there), at the LSN they carry.
+  if (wrote && options_.double_write != nullptr) {
+    Lsn lsn;
+    if (write_back_indices_[0] == 0)
+      std::memcpy(&lsn, write_back_lines_[0] + offsetof(PageHeader, lsn), sizeof(lsn));
+    else
+      lsn = page_lsn(slot);
+    options_.double_write->stage_nvm_lines(nvm_->slot_of(slot), frame->page_id, lsn,
+                                           {write_back_indices_.data(), count},
+                                           {write_back_lines_.data(), count});
+  }
+  // 3. The page's checksum after the write: from DRAM when it holds the whole page, else
+  //    updated from the old content of the lines written (read from NVM now), if the slot
+  //    had one; else none (seal_pages gives one at the next checkpoint).
+  std::optional<std::uint32_t> new_checksum;
+  if (wrote) {
+    const NvmSlotHeader& header = nvm_->header(nvm_->slot_of(slot));
+    if (!frame->is_mini() && as_full(frame)->resident_all) {
+      new_checksum =
+          nvm_page_checksum(unswizzled_lines(as_full(frame), 0, kLinesPerPage, swips, scratch));
+    } else if (header.has_page_checksum()) {
+      std::uint32_t checksum = header.page_checksum;
+      std::byte old_line[kCacheLineSize];
+      for (std::uint32_t i = 0; i < count; ++i) {
+        const std::size_t line = write_back_indices_[i];
+        nvm_device_->read(old_line, slot + line * kCacheLineSize, kCacheLineSize);
+        checksum = nvm_page_checksum_update(checksum, line, old_line, write_back_lines_[i]);
+      }
+      new_checksum = checksum;
+    }
+  }
+  // 4. In place, runs of adjacent lines at once.
+  for (std::uint32_t i = 0; i < count;) {
+    std::uint32_t run = 1;
+    while (i + run < count && write_back_indices_[i + run] == write_back_indices_[i] + run &&
+           write_back_lines_[i + run] == write_back_lines_[i] + run * kCacheLineSize)
+      ++run;
+    std::byte* to = slot + std::size_t{write_back_indices_[i]} * kCacheLineSize;
+    nvm_device_->write(to, write_back_lines_[i], run * kCacheLineSize);
+    nvm_device_->flush(to, run * kCacheLineSize);
+    i += run;
+  }
+  // 5. Make them durable; the slot header records the LSN, that SSD is now behind, and the
+  //    checksum. A crash before the header leaves the old checksum over new lines, but also
+  //    the staged copy, from which restart mends the page and its header.
+  if (wrote) {
+    nvm_device_->fence();
+    const SlotId slot_id = nvm_->slot_of(slot);
+    const NvmSlotHeader& header = nvm_->header(slot_id);
+    const Lsn lsn = page_lsn(slot);
+    const bool behind_ssd = ssd_ != nullptr;
+    std::optional<std::uint32_t> checksum = new_checksum;
+    // basic-nvm: a page never leaves its slot, so its header keeps the LSN of its allocation.
+    const bool lsn_matters = ssd_ != nullptr;
+    const bool checksum_changed = header.has_page_checksum() != checksum.has_value() ||
+                                  (checksum && header.page_checksum != *checksum);
+    if ((lsn_matters && header.lsn != lsn) || header.dirty_vs_ssd() != behind_ssd ||
+        checksum_changed)
+      nvm_->write_header(slot_id, frame->page_id, lsn_matters ? lsn : header.lsn, behind_ssd,
+                         checksum);
+    // 6. Lines and header durable: the staged copy may go.
+    if (options_.double_write != nullptr) options_.double_write->nvm_lines_written();
+  }
+  return wrote;
+}
+
+const std::byte* BufferManager::unswizzled_lines(const FullFrame* frame, std::size_t first_line,
+                                                 std::size_t lines,
+                                                 std::span<const SwizzledSwip> swips,
+                                                 std::byte* scratch) {
+  const std::size_t begin = first_line * kCacheLineSize;
+  const std::size_t end = begin + lines * kCacheLineSize;
+  auto inside = [&](const SwizzledSwip& swip) {
+    return swip.offset < end && swip.offset + sizeof(Swip) > begin;
+  };
+  if (std::none_of(swips.begin(), swips.end(), inside)) return frame->data + begin;
+  // A swip may straddle the run's edge: only its bytes inside the run are copied.
+  std::memcpy(scratch + begin, frame->data + begin, end - begin);
+  for (const SwizzledSwip& swip : swips) {
+    if (!inside(swip)) continue;
+    std::array<std::byte, sizeof(Swip)> bytes;
+    const Swip id = Swip::from_page_id(swip.child);
+    std::memcpy(bytes.data(), &id, sizeof(id));
+    for (std::size_t i = 0; i < sizeof(Swip); ++i)
+      if (swip.offset + i >= begin && swip.offset + i < end) scratch[swip.offset + i] = bytes[i];
+  }
+  return scratch + begin;
+}
+
+void BufferManager::write_to_ssd(PageId page_id, const std::byte* page) {
+  if (options_.double_write != nullptr)
+    options_.double_write->stage_ssd_page(page_id, page_lsn(page), page);
+  ssd_->write(page_id, page);
+}
+
+void BufferManager::sync_ssd() {
+  ssd_->sync();
+  if (options_.double_write != nullptr) options_.double_write->ssd_synced();
+}
+
+void BufferManager::flush_all() {
+  // 1. Evict in passes: each pass frees the frames without swizzled children, which unswizzles
+  //    their parents for the next pass.
+  bool progress = true;
+  while (pool_.frames_in_use() > 0 && progress) {
+    progress = false;
+    for_each_frame(pool_, [&](FrameHeader* frame) {
+      if (frame->fix_count != 0) fail("flush_all: page {} is still fixed", frame->page_id);
+      if (!evictable(frame)) return;
+      evict(frame);
+      progress = true;
+    });
+  }
+  assert(pool_.frames_in_use() == 0);
+  // 2. Make SSD writes and allocations durable; checksums for the pages written line by line.
+  if (ssd_ != nullptr) sync_ssd();
+  if (nvm_ != nullptr) nvm_->seal_pages();
+}
+
+std::vector<BufferManager::SwizzledSwip> BufferManager::swizzled_swips_by_parent() {
+  std::vector<SwizzledSwip> swips;
+  for_each_frame(pool_, [&](FrameHeader* frame) {
+    if (frame->has(frame_flag::kSwizzled) && !frame->has(frame_flag::kOwnerIsRoot))
+      swips.push_back({frame->owner.parent, frame->swip_offset, frame->page_id});
+  });
+  std::sort(swips.begin(), swips.end(), [](const SwizzledSwip& a, const SwizzledSwip& b) {
+    return std::less<>{}(a.parent, b.parent);
+  });
+  return swips;
+}
+
+void BufferManager::write_back_all() {
+  // 1. The swizzled swips of each parent frame, from their children's headers: no page may
+  //    reach NVM or SSD with a DRAM pointer in it.
+  const std::vector<SwizzledSwip> swips = swizzled_swips_by_parent();
+  auto swips_of = [&](FullFrame* full) -> std::span<const SwizzledSwip> {
+    const auto first = std::lower_bound(
+        swips.begin(), swips.end(), full,
+        [](const SwizzledSwip& swip, const FullFrame* p) { return std::less<>{}(swip.parent, p); });
+    auto last = first;
+    while (last != swips.end() && last->parent == full) ++last;
+    assert(static_cast<std::size_t>(last - first) == full->swizzled_children);
+    return {first, last};
+  };
+  std::vector<std::byte> scratch(kPageSize);
+  // 2. Each dirty page to its home, the log first (write-ahead rule): an NVM-backed page its
+  //    dirty lines to its slot, any other page the whole page to SSD. Then it is clean.
+  for_each_frame(pool_, [&](FrameHeader* frame) {
+    if (frame->has(frame_flag::kPromoted)) return;
+    if (frame->is_mini()) {
+      if (frame->mini_dirty == 0) return;
+      if (options_.before_write_back) options_.before_write_back(write_back_lsn(frame));
+      persist_dirty_lines(frame, {}, nullptr);
+      frame->mini_dirty = 0;
+      return;
+    }
+    FullFrame* full = as_full(frame);
+    if (!full->dirty_all && full->dirty.none()) return;
+    if (options_.before_write_back) options_.before_write_back(write_back_lsn(frame));
+    if (frame->nvm != nullptr) {
+      persist_dirty_lines(frame, swips_of(full), scratch.data());
+    } else {
+      // A page that never was in NVM goes to a free NVM slot while the free-slot policy
+      // admits there (it stays in DRAM, now backed by its slot: later checkpoints write its
+      // dirty lines only; no NVM page is evicted for it), else whole to SSD.
+      assert(full->resident_all && full->dirty_all && ssd_ != nullptr);
+      const std::byte* page =
+          unswizzled_lines(full, 0, kLinesPerPage, swips_of(full), scratch.data());
+      std::byte* slot = nullptr;
+      if (nvm_ != nullptr && options_.admit_while_nvm_has_free_slots &&
+          nvm_->slots_in_use() + nvm_reserved_slots_ < nvm_->slot_count())
+        slot = admit_to_nvm(frame->page_id, page, true);
+      if (slot != nullptr)
+        frame->nvm = slot;
+      else
+        write_to_ssd(frame->page_id, page);
+    }
+    full->dirty_all = false;
+    full->dirty.clear_all();
+  });
+  // 3. One SSD sync for the page writes (also making allocations and frees durable), then
+  //    checksums for the NVM pages written line by line since the last checkpoint.
+  if (ssd_ != nullptr) sync_ssd();
+  if (nvm_ != nullptr) nvm_->seal_pages();
+}
+
+}  // namespace tristore

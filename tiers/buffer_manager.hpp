@@ -180,7 +180,7 @@ class BufferManager {
   }
   Guard pin(FrameHeader* frame);
 
-  // Cold paths (buffer_manager.cpp).
+  // Cold paths, out of line (the .cpp files named at the top).
   Guard fix_through_table(Swip& swip, Guard* parent, bool may_swizzle = true);
   void claim_ssd_page(PageId page_id);
   Lsn write_back_lsn(FrameHeader* frame) const;

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <thread>
 
+#include "common/error.hpp"
 #include "common/thread_slot.hpp"
 
 namespace tristore {
@@ -30,18 +31,25 @@ class OperationLatch {
   OperationLatch& operator=(const OperationLatch&) = delete;
 
   void lock_shared() {
+    refuse_nested();
     ReaderSlot& slot = slots_[thread_slot()];
     for (;;) {
       slot.readers.fetch_add(1, std::memory_order_seq_cst);
-      if (!writer_.load(std::memory_order_seq_cst)) [[likely]]
+      if (!writer_.load(std::memory_order_seq_cst)) [[likely]] {
+        held_by_this_thread = this;
         return;
+      }
       slot.readers.fetch_sub(1, std::memory_order_release);
       for (unsigned spins = 0; writer_.load(std::memory_order_acquire); ++spins) back_off(spins);
     }
   }
-  void unlock_shared() { slots_[thread_slot()].readers.fetch_sub(1, std::memory_order_release); }
+  void unlock_shared() {
+    held_by_this_thread = nullptr;
+    slots_[thread_slot()].readers.fetch_sub(1, std::memory_order_release);
+  }
 
   void lock() {
+    refuse_nested();
     // The flag is the writers' lock too: operations are short, so a writer spins (then
     // yields) rather than sleeping in the kernel, as a mutex would under contention.
     for (unsigned spins = 0; writer_.exchange(true, std::memory_order_seq_cst); ++spins)
@@ -51,8 +59,12 @@ class OperationLatch {
     for (std::size_t i = 0; i < slots; ++i)
       for (unsigned spins = 0; slots_[i].readers.load(std::memory_order_seq_cst) != 0; ++spins)
         back_off(spins);
+    held_by_this_thread = this;
   }
-  void unlock() { writer_.store(false, std::memory_order_release); }
+  void unlock() {
+    held_by_this_thread = nullptr;
+    writer_.store(false, std::memory_order_release);
+  }
 
   // Scoped holders.
   class [[nodiscard]] Shared {
@@ -81,6 +93,12 @@ class OperationLatch {
     std::atomic<std::uint32_t> readers{0};  // a count: threads beyond kThreadSlots share slots
   };
 
+  // A call from inside another on the same thread (a scan's visit function calling the
+  // database) would wait for itself forever: it is an Error instead.
+  void refuse_nested() const {
+    if (held_by_this_thread == this) [[unlikely]]
+      fail("a database call from inside another (a scan's visit function?) is not allowed");
+  }
   static void back_off(unsigned spins) {
     if (spins < 64)
       _mm_pause();
@@ -88,6 +106,7 @@ class OperationLatch {
       std::this_thread::yield();
   }
 
+  static inline thread_local const OperationLatch* held_by_this_thread = nullptr;
   std::array<ReaderSlot, kThreadSlots> slots_;
   alignas(64) std::atomic<bool> writer_{false};
 };

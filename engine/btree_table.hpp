@@ -251,7 +251,7 @@ class BTreeTable final : public TableInterface<K, V> {
         }
       }
     }
-    const OperationLatch::Exclusive latched(transactions_.latch());
+    const OperationLatch::Exclusive latched(transactions_.latch(), OperationLatch::Purpose::kRead);
     return body(read_tree_);
   }
 

@@ -33,12 +33,12 @@ void Database::checkpoint() {
 }
 
 Counters Database::counters() const {
-  const OperationLatch::Exclusive latched(transactions().latch());
+  const OperationLatch::Exclusive latched(transactions().latch(), OperationLatch::Purpose::kRead);
   return collect_counters();
 }
 
 MemoryUsage Database::memory_usage() const {
-  const OperationLatch::Exclusive latched(transactions().latch());
+  const OperationLatch::Exclusive latched(transactions().latch(), OperationLatch::Purpose::kRead);
   return collect_memory_usage();
 }
 

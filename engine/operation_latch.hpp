@@ -30,13 +30,24 @@ class OperationLatch {
   OperationLatch(const OperationLatch&) = delete;
   OperationLatch& operator=(const OperationLatch&) = delete;
 
+  // What an exclusive holder does: a change is never nested inside another call on the same
+  // thread (it would wait for itself, or change what the outer call reads); a read that needs
+  // the latch exclusive (it takes row locks, or charges the simulated LLC) nests inside an
+  // exclusive hold.
+  enum class Purpose { kChange, kRead };
+
+  // A thread already holding the latch (a scan's visit function reading the database) holds
+  // it once more, in the mode it has.
   void lock_shared() {
-    refuse_nested();
+    if (held_latch == this) {
+      ++held_depth;
+      return;
+    }
     ReaderSlot& slot = slots_[thread_slot()];
     for (;;) {
       slot.readers.fetch_add(1, std::memory_order_seq_cst);
       if (!writer_.load(std::memory_order_seq_cst)) [[likely]] {
-        held_by_this_thread = this;
+        hold(this, false);
         return;
       }
       slot.readers.fetch_sub(1, std::memory_order_release);
@@ -44,12 +55,25 @@ class OperationLatch {
     }
   }
   void unlock_shared() {
-    held_by_this_thread = nullptr;
+    if (--held_depth > 0) return;
+    hold(nullptr, false);
     slots_[thread_slot()].readers.fetch_sub(1, std::memory_order_release);
   }
 
-  void lock() {
-    refuse_nested();
+  void lock(Purpose purpose = Purpose::kChange) {
+    if (held_latch == this) [[unlikely]] {
+      if (purpose == Purpose::kRead && held_exclusive) {
+        ++held_depth;
+        return;
+      }
+      if (purpose == Purpose::kChange)
+        fail(
+            "the database cannot be changed from inside another call on the same thread (a "
+            "scan's visit function may only read)");
+      fail(
+          "this read cannot run inside a scan that holds the database shared (its visit "
+          "function may read outside transactions only)");
+    }
     // The flag is the writers' lock too: operations are short, so a writer spins (then
     // yields) rather than sleeping in the kernel, as a mutex would under contention.
     for (unsigned spins = 0; writer_.exchange(true, std::memory_order_seq_cst); ++spins)
@@ -59,10 +83,11 @@ class OperationLatch {
     for (std::size_t i = 0; i < slots; ++i)
       for (unsigned spins = 0; slots_[i].readers.load(std::memory_order_seq_cst) != 0; ++spins)
         back_off(spins);
-    held_by_this_thread = this;
+    hold(this, true);
   }
   void unlock() {
-    held_by_this_thread = nullptr;
+    if (--held_depth > 0) return;
+    hold(nullptr, false);
     writer_.store(false, std::memory_order_release);
   }
 
@@ -79,7 +104,9 @@ class OperationLatch {
   };
   class [[nodiscard]] Exclusive {
    public:
-    explicit Exclusive(OperationLatch& latch) : latch_(latch) { latch_.lock(); }
+    explicit Exclusive(OperationLatch& latch, Purpose purpose = Purpose::kChange) : latch_(latch) {
+      latch_.lock(purpose);
+    }
     ~Exclusive() { latch_.unlock(); }
     Exclusive(const Exclusive&) = delete;
     Exclusive& operator=(const Exclusive&) = delete;
@@ -93,11 +120,10 @@ class OperationLatch {
     std::atomic<std::uint32_t> readers{0};  // a count: threads beyond kThreadSlots share slots
   };
 
-  // A call from inside another on the same thread (a scan's visit function calling the
-  // database) would wait for itself forever: it is an Error instead.
-  void refuse_nested() const {
-    if (held_by_this_thread == this) [[unlikely]]
-      fail("a database call from inside another (a scan's visit function?) is not allowed");
+  static void hold(const OperationLatch* latch, bool exclusive) {
+    held_latch = latch;
+    held_depth = latch != nullptr ? 1 : 0;
+    held_exclusive = exclusive;
   }
   static void back_off(unsigned spins) {
     if (spins < 64)
@@ -106,7 +132,10 @@ class OperationLatch {
       std::this_thread::yield();
   }
 
-  static inline thread_local const OperationLatch* held_by_this_thread = nullptr;
+  // The latch this thread holds, and how many times (nested reads), and in which mode.
+  static inline thread_local const OperationLatch* held_latch = nullptr;
+  static inline thread_local unsigned held_depth = 0;
+  static inline thread_local bool held_exclusive = false;
   std::array<ReaderSlot, kThreadSlots> slots_;
   alignas(64) std::atomic<bool> writer_{false};
 };

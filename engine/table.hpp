@@ -53,8 +53,8 @@ class Table {
   }
 
   // Visits entries with key >= from in ascending key order, at most `limit` of them, until
-  // visit(key, value) returns false. Returns the number visited. visit must not call the
-  // database (Error): the scan holds its latch.
+  // visit(key, value) returns false. Returns the number visited. visit may read the database
+  // but not change it (Error): the scan holds the database's latch.
   std::size_t scan(const K& from, std::size_t limit,
                    const typename TableInterface<K, V>::Visit& visit) {
     return impl_->scan(nullptr, from, limit, visit);

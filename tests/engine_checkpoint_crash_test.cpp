@@ -31,10 +31,7 @@ using namespace log_space_test;
 
 constexpr std::uint64_t kMarkerKey = 2 * kLoadedRows + 1;
 
-int soak() {
-  const char* soak = std::getenv("TRISTORE_SOAK_ITERATIONS");
-  return soak != nullptr ? std::max(1, std::atoi(soak)) : 1;
-}
+int soak() { return testing_support::soak_iterations(); }
 
 Model committed_before() {
   Model model = loaded_model();

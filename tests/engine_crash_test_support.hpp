@@ -34,10 +34,7 @@ constexpr std::uint64_t kLoadedKeys = 8000;  // every other key
 // The run's seed; transaction i's own seed derives from it (make_txn).
 inline std::uint64_t base_seed() { return testing_support::test_seed(); }
 
-inline int rounds() {
-  const char* soak = std::getenv("TRISTORE_SOAK_ITERATIONS");
-  return soak != nullptr ? std::max(1, std::atoi(soak)) : 3;
-}
+inline int rounds() { return testing_support::soak_iterations(3); }
 
 inline Row make_row(std::uint64_t key, std::uint64_t version) {
   Row row{key, version, {}};
@@ -153,10 +150,7 @@ inline std::string describe_difference(const Model& expected, const Model& seen)
 
 // TRISTORE_SOAK_ITERATIONS=N (the one soak knob of the crash tests) multiplies the crash points
 // of the tiered crash-simulator test (default 1).
-inline std::uint64_t crash_soak() {
-  const char* soak = std::getenv("TRISTORE_SOAK_ITERATIONS");
-  return soak != nullptr ? std::max(1, std::atoi(soak)) : 1;
-}
+inline std::uint64_t crash_soak() { return testing_support::soak_iterations(); }
 
 // Runs transaction i of a run; returns after commit or abort.
 inline void run_txn(Database& db, Table<std::uint64_t, Row>& table, std::uint64_t seed,

@@ -42,10 +42,7 @@ using Audit = std::map<std::uint64_t, std::uint64_t>;
 constexpr std::uint64_t kKeySpace = 6000;
 constexpr std::uint64_t kRoundsPerArchitecture = 25;  // times TRISTORE_SOAK_ITERATIONS
 
-std::uint64_t soak() {
-  const char* soak = std::getenv("TRISTORE_SOAK_ITERATIONS");
-  return soak != nullptr ? std::max(1, std::atoi(soak)) : 1;
-}
+std::uint64_t soak() { return testing_support::soak_iterations(); }
 
 // Both files on tmpfs: the SSD file's durability is what the kill tests (a process crash
 // keeps what reached the page cache), and O_DIRECT on this VM's disk would make rounds slow.
@@ -80,7 +77,8 @@ LoopTxn make_loop_txn(Architecture arch, std::uint64_t seed, std::uint64_t i) {
   LoopTxn txn;
   const bool long_one = random() % 5 == 0;
   const std::uint64_t max_long = arch == Architecture::kNvmDirect ? 100 : 350;
-  const std::uint64_t count = long_one ? max_long / 2 + random() % (max_long / 2) : 1 + random() % 6;
+  const std::uint64_t count =
+      long_one ? max_long / 2 + random() % (max_long / 2) : 1 + random() % 6;
   for (std::uint64_t n = 0; n < count; ++n) {
     const std::uint64_t kind = long_one ? (random() % 10 < 7 ? 1 : random() % 3) : random() % 3;
     txn.ops.push_back({static_cast<crash_test::Op::Kind>(kind), random() % kKeySpace});
@@ -107,8 +105,8 @@ void send(int out, Report kind, std::uint64_t txn = 0, std::uint64_t checkpoints
 }
 
 // Child: opens (creating on the first round), runs transactions from `first` on until killed.
-[[noreturn]] void run_child(Architecture arch, const Files& files,
-                            std::uint64_t seed, std::uint64_t first, bool create, int out) {
+[[noreturn]] void run_child(Architecture arch, const Files& files, std::uint64_t seed,
+                            std::uint64_t first, bool create, int out) {
   try {
     auto db = Database::open(loop_config(arch, files, create));
     RowTable rows = create ? db->create_table<std::uint64_t, Row>("rows")

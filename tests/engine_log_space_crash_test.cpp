@@ -53,10 +53,7 @@ struct Message {
 
 enum class Ending { kCommit, kAbort, kNone };
 
-int rounds() {
-  const char* soak = std::getenv("TRISTORE_SOAK_ITERATIONS");
-  return soak != nullptr ? std::max(1, std::atoi(soak)) : 1;
-}
+int rounds() { return testing_support::soak_iterations(); }
 
 void send(int out, Report kind, std::uint64_t value = 0) {
   const Message message{kind, value};

@@ -55,10 +55,7 @@ Row make_row(std::uint64_t thread, std::uint64_t index) {
   return row;
 }
 
-std::uint64_t soak() {
-  const char* soak = std::getenv("TRISTORE_SOAK_ITERATIONS");
-  return soak != nullptr ? std::max(1, std::atoi(soak)) : 1;
-}
+std::uint64_t soak() { return testing_support::soak_iterations(); }
 
 // Both files on tmpfs: a process crash keeps what reached the page cache.
 struct Files {

@@ -3,6 +3,7 @@
 // replayed with TRISTORE_SEED.
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -96,6 +97,13 @@ inline std::uint64_t test_seed() {
 // unless asked for another.
 inline std::uint64_t test_seed(std::uint64_t fallback) {
   return detail::announce(detail::seed_from_environment().value_or(fallback));
+}
+
+// TRISTORE_SOAK_ITERATIONS=N, the one soak knob of the crash tests: how many times their
+// default rounds to run (at least 1); `otherwise` without it.
+inline int soak_iterations(int otherwise = 1) {
+  const char* soak = std::getenv("TRISTORE_SOAK_ITERATIONS");
+  return soak != nullptr ? std::max(1, std::atoi(soak)) : otherwise;
 }
 
 }  // namespace tristore::testing_support

@@ -156,6 +156,8 @@ class BufferManager {
     if (entry == nullptr || (nvm_ != nullptr && nvm_->in_slot_area(*entry))) return nullptr;
     return static_cast<FrameHeader*>(*entry);
   }
+  // Whether a fix through `swip` (held in parent_frame; null: a root swip) would swizzle it.
+  bool would_swizzle(const Swip& swip, const FrameHeader* child, FrameHeader* parent_frame) const;
   void add_resident_reads(std::uint64_t swizzled_hits, std::uint64_t page_table_lookups) {
     ThreadReads& mine = thread_reads_[thread_slot()];
     mine.swizzled_hits.store(mine.swizzled_hits.load(std::memory_order_relaxed) + swizzled_hits,

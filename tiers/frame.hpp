@@ -116,4 +116,12 @@ inline MiniPage* as_mini(FrameHeader* frame) {
   return reinterpret_cast<MiniPage*>(frame);
 }
 
+// The full frame that holds a frame's bytes: itself, or the one a promoted mini page forwards
+// to; null for a mini page not promoted.
+inline FullFrame* holding_full_frame(FrameHeader* frame) {
+  if (!frame->is_mini()) [[likely]]
+    return as_full(frame);
+  return as_mini(frame)->full;
+}
+
 }  // namespace tristore

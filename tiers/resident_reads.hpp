@@ -34,7 +34,7 @@ class ResidentReads {
       return ResidentReads::read(frame_, offset, length);
     }
     std::byte* whole_page() const {
-      const FullFrame* full = full_frame(frame_);
+      const FullFrame* full = holding_full_frame(frame_);
       if (full == nullptr || !full->resident_all) not_resident();
       return const_cast<std::byte*>(full->data);
     }
@@ -75,24 +75,11 @@ class ResidentReads {
     FrameHeader* frame = manager_.frame_in_dram(swip.page_id());
     // A swip the buffer manager would swizzle goes to it once, so that later reads skip the
     // page table.
-    if (frame == nullptr || would_swizzle(frame, parent)) not_resident();
+    if (frame == nullptr ||
+        manager_.would_swizzle(swip, frame, parent != nullptr ? parent->frame_ : nullptr))
+      not_resident();
     frame->mark_referenced();
     return Guard(frame);
-  }
-
-  // BufferManager::swizzle's conditions: swizzling on, the child not yet swizzled, the swip
-  // outside any page (a root) or in a full frame.
-  bool would_swizzle(const FrameHeader* child, const Guard* parent) const {
-    if (!manager_.options().swizzling || child->has(frame_flag::kSwizzled)) return false;
-    return parent == nullptr || full_frame(parent->frame_) != nullptr;
-  }
-
-  // The full frame a frame's bytes live in: itself, or the one a promoted mini page forwards
-  // to; null for a mini page not promoted.
-  static const FullFrame* full_frame(const FrameHeader* frame) {
-    if (!frame->is_mini()) [[likely]]
-      return reinterpret_cast<const FullFrame*>(frame);
-    return reinterpret_cast<const MiniPage*>(frame)->full;
   }
 
   // The hot path, inline as the buffer manager's make_resident is (the binary search of a
@@ -112,12 +99,11 @@ class ResidentReads {
                                                       std::uint32_t length) {
     const std::size_t first = offset / kCacheLineSize;
     const std::size_t last = (offset + length - 1) / kCacheLineSize;
-    if (!frame->is_mini()) not_resident();
-    const MiniPage* mini = as_mini(frame);
-    if (mini->full != nullptr) {  // promoted: the full frame's lines
-      if (mini->full->is_resident(first, last)) return mini->full->data + offset;
+    if (const FullFrame* full = holding_full_frame(frame)) {  // or a promoted mini page
+      if (full->is_resident(first, last)) return full->data + offset;
       not_resident();
     }
+    const MiniPage* mini = as_mini(frame);
     // The lines sit in consecutive slots when all are there (sorted, unique).
     const std::size_t slot = mini->find(first);
     const std::size_t last_slot = slot + (last - first);

@@ -13,24 +13,29 @@ Swip* BufferManager::owning_swip(FrameHeader* frame) const {
   return reinterpret_cast<Swip*>(frame->owner.parent->data + frame->swip_offset);
 }
 
-void BufferManager::swizzle(Swip& swip, FrameHeader* child, Guard* parent) {
+bool BufferManager::would_swizzle(const Swip& swip, const FrameHeader* child,
+                                  FrameHeader* parent_frame) const {
   // Only one swip owns a page, and only a full frame (whose bytes never move) may hold a
   // swizzled swip: a mini page's children stay unswizzled until it is promoted.
-  if (child->has(frame_flag::kSwizzled)) return;
-  auto* address = reinterpret_cast<std::byte*>(&swip);
-  if (parent == nullptr) {
+  if (!swizzling_ || child->has(frame_flag::kSwizzled)) return false;
+  if (parent_frame == nullptr) return true;
+  const FullFrame* full = holding_full_frame(parent_frame);
+  const auto* address = reinterpret_cast<const std::byte*>(&swip);
+  return full != nullptr && address >= full->data &&
+         address + sizeof(Swip) <= full->data + kPageSize;
+}
+
+void BufferManager::swizzle(Swip& swip, FrameHeader* child, Guard* parent) {
+  FrameHeader* parent_frame = parent != nullptr ? parent->frame_ : nullptr;
+  if (!would_swizzle(swip, child, parent_frame)) return;
+  if (parent_frame == nullptr) {
     child->owner.root_swip = &swip;
     child->set(frame_flag::kOwnerIsRoot);
   } else {
-    FrameHeader* parent_frame = parent->frame_;
-    if (parent_frame->is_mini()) {
-      if (as_mini(parent_frame)->full == nullptr) return;
-      parent_frame = &as_mini(parent_frame)->full->header;
-    }
-    FullFrame* full = as_full(parent_frame);
-    if (address < full->data || address + sizeof(Swip) > full->data + kPageSize) return;
+    FullFrame* full = holding_full_frame(parent_frame);
     child->owner.parent = full;
-    child->swip_offset = static_cast<std::uint16_t>(address - full->data);
+    child->swip_offset =
+        static_cast<std::uint16_t>(reinterpret_cast<std::byte*>(&swip) - full->data);
     ++full->swizzled_children;
   }
   child->set(frame_flag::kSwizzled);

@@ -41,11 +41,8 @@ Model committed_before() {
 
 // Both files on tmpfs: their durability is simulated anyway, and O_DIRECT on this VM's disk
 // would make each of the many runs slow.
-struct Files {
-  testing_support::TempDir dir{testing_support::kNvmBase, "tristore-checkpoint-crash"};
-  std::string nvm = dir.file("db.nvm");
-  std::string ssd = dir.file("db.ssd");
-};
+using Files = testing_support::TmpfsDatabaseFiles;
+constexpr const char* kFilesPrefix = "tristore-checkpoint-crash";
 
 Config simulated_config(Architecture arch, const Files& files, bool create) {
   Config config;
@@ -140,7 +137,7 @@ bool reopen(Architecture arch, const Files& files, std::uint64_t crash_at, const
 void cut_checkpoints(Architecture arch) {
   const std::uint64_t seed = testing_support::test_seed();
   const std::vector<Op> ops = heavy_transaction(arch, seed);
-  const Files files;
+  const Files files{kFilesPrefix};
   const std::vector<OpTrace> trace = run_long(arch, files, ops, 0, nullptr, 0);
   ASSERT_EQ(trace.size(), ops.size());
 
@@ -159,8 +156,8 @@ void cut_checkpoints(Architecture arch) {
 
   // 2. Cut there, reopen; then cut the restart's undo and reopen once more.
   std::uint64_t crashes = 0;
-  const Files image;
-  const Files second;
+  const Files image{kFilesPrefix};
+  const Files second{kFilesPrefix};
   for (const std::uint64_t point : points) {
     for (const std::uint64_t image_seed : {std::uint64_t{0}, seed + point}) {
       SCOPED_TRACE("crash at fence " + std::to_string(point) + ", image seed " +
@@ -169,7 +166,7 @@ void cut_checkpoints(Architecture arch) {
       ++crashes;
       std::uint64_t restart_fences = 0;
       {
-        const Files copy;
+        const Files copy{kFilesPrefix};
         std::filesystem::copy_file(image.nvm, copy.nvm);
         if (std::filesystem::exists(image.ssd)) std::filesystem::copy_file(image.ssd, copy.ssd);
         ASSERT_FALSE(reopen(arch, copy, 0, nullptr, 0, &restart_fences));

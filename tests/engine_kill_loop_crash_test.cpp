@@ -46,11 +46,8 @@ std::uint64_t soak() { return testing_support::soak_iterations(); }
 
 // Both files on tmpfs: the SSD file's durability is what the kill tests (a process crash
 // keeps what reached the page cache), and O_DIRECT on this VM's disk would make rounds slow.
-struct Files {
-  testing_support::TempDir dir{testing_support::kNvmBase, "tristore-kill-loop"};
-  std::string nvm = dir.file("db.nvm");
-  std::string ssd = dir.file("db.ssd");
-};
+using Files = testing_support::TmpfsDatabaseFiles;
+constexpr const char* kFilesPrefix = "tristore-kill-loop";
 
 Config loop_config(Architecture arch, const Files& files, bool create) {
   Config config;
@@ -154,7 +151,7 @@ Audit scan_audit(AuditTable& table) {
 void kill_loop(Architecture arch) {
   const std::uint64_t seed = testing_support::test_seed();
   std::mt19937_64 random(seed);
-  const Files files;
+  const Files files{kFilesPrefix};
   Model model;
   for (std::uint64_t key = 0; key < kKeySpace; key += 2) model[key] = make_row(key, 0);
   Audit audit;

@@ -57,12 +57,8 @@ Row make_row(std::uint64_t thread, std::uint64_t index) {
 
 std::uint64_t soak() { return testing_support::soak_iterations(); }
 
-// Both files on tmpfs: a process crash keeps what reached the page cache.
-struct Files {
-  testing_support::TempDir dir{testing_support::kNvmBase, "tristore-threads-crash"};
-  std::string nvm = dir.file("db.nvm");
-  std::string ssd = dir.file("db.ssd");
-};
+using Files = testing_support::TmpfsDatabaseFiles;
+constexpr const char* kFilesPrefix = "tristore-threads-crash";
 
 Config crash_config(Architecture arch, const Files& files, bool create) {
   Config config;
@@ -145,7 +141,7 @@ TEST_P(ThreadsCrash, KillNineAmidFourThreadsKeepsEveryAcknowledgedCommitAndNothi
   const Architecture arch = GetParam();
   const std::uint64_t seed = testing_support::test_seed();
   std::mt19937_64 random(seed);
-  const Files files;
+  const Files files{kFilesPrefix};
   std::array<std::uint64_t, kThreads> acknowledged{};
   bool created = false;
   std::uint64_t commits_checked = 0;

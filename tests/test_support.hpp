@@ -60,6 +60,17 @@ struct DatabaseFiles {
         ssd(ssd_dir.file("db.ssd")) {}
 };
 
+// Both files of one database in one directory on tmpfs, for kill -9 and crash-simulator tests:
+// a process crash keeps what reached the page cache, and the SSD file falls back from O_DIRECT.
+struct TmpfsDatabaseFiles {
+  TempDir dir;
+  std::string nvm;
+  std::string ssd;
+
+  explicit TmpfsDatabaseFiles(std::string_view prefix)
+      : dir(kNvmBase, prefix), nvm(dir.file("db.nvm")), ssd(dir.file("db.ssd")) {}
+};
+
 namespace detail {
 
 inline std::optional<std::uint64_t> seed_from_environment() {

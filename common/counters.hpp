@@ -1,30 +1,34 @@
 #pragma once
-// Event counters, always on. Each tier owns one Counters and bumps plain integers (the engine
-// is single-writer per tier today); the engine adds them up. They are the deterministic part
+// Event counters, always on. Each tier owns one Counters and bumps plain integers under the
+// latch that serialises its changes (counts of reads beside each other are kept per thread);
+// the engine adds them up. They are the deterministic part
 // of every comparison between architectures.
 #include <cstdint>
 
 namespace tristore {
 
-#define TRISTORE_COUNTERS(X)                                                          \
-  X(nvm_lines_read)        /* cache lines loaded from NVM (or charged, nvm-direct) */ \
-  X(nvm_lines_written)     /* cache lines written to NVM, log area included */        \
-  X(nvm_log_lines_written) /* of those, in the log area (records, header) */          \
-  X(nvm_double_write_lines_written) /* of those, staged in the double-write area */   \
-  X(ssd_pages_read)                                                                   \
-  X(ssd_pages_written)                                                                \
-  X(ssd_syncs)          /* SSD file syncs (the writes before one are durable) */      \
-  X(page_table_lookups) /* fixes that went through the combined page table */         \
-  X(swizzled_hits)      /* fixes served by a swizzled swip: no lookup */              \
-  X(mini_pages_created)                                                               \
-  X(mini_page_promotions)                                                             \
-  X(nvm_admissions)        /* DRAM evictions admitted to NVM */                       \
-  X(nvm_admissions_denied) /* DRAM evictions sent to SSD instead */                   \
-  X(dram_evictions)                                                                   \
-  X(nvm_evictions)                                                                    \
-  X(llc_misses) /* NVM lines that missed the simulated LLC */                         \
-  X(log_bytes_written)                                                                \
-  X(log_records)                                                                      \
+#define TRISTORE_COUNTERS(X)                                                                   \
+  X(nvm_lines_read)                 /* cache lines loaded from NVM (or charged, nvm-direct) */ \
+  X(nvm_lines_written)              /* cache lines written to NVM, log area included */        \
+  X(nvm_log_lines_written)          /* of those, in the log area (records, header) */          \
+  X(nvm_double_write_lines_written) /* of those, staged in the double-write area */            \
+  X(ssd_pages_read)                                                                            \
+  X(ssd_pages_written)                                                                         \
+  X(ssd_syncs)          /* SSD file syncs (the writes before one are durable) */               \
+  X(page_table_lookups) /* fixes that went through the combined page table */                  \
+  X(swizzled_hits)      /* fixes served by a swizzled swip: no lookup */                       \
+  X(mini_pages_created)                                                                        \
+  X(mini_page_promotions)                                                                      \
+  X(mini_page_copies)      /* mini pages replaced by a larger copy, readers beside */          \
+  X(reader_misses)         /* misses served to readers holding the latch shared */             \
+  X(reader_retries)        /* of those, run again exclusive: no frame free yet */              \
+  X(nvm_admissions)        /* DRAM evictions admitted to NVM */                                \
+  X(nvm_admissions_denied) /* DRAM evictions sent to SSD instead */                            \
+  X(dram_evictions)                                                                            \
+  X(nvm_evictions)                                                                             \
+  X(llc_misses) /* NVM lines that missed the simulated LLC */                                  \
+  X(log_bytes_written)                                                                         \
+  X(log_records)                                                                               \
   X(log_checkpoints) /* checkpoints completed (named in the log header) */
 
 struct Counters {

@@ -26,4 +26,9 @@ inline std::size_t thread_slots_in_use() {
   return std::min(detail::threads_given_a_slot.load(std::memory_order_seq_cst), kThreadSlots);
 }
 
+// Whether some slot has had more than one thread.
+inline bool thread_slots_shared() {
+  return detail::threads_given_a_slot.load(std::memory_order_acquire) > kThreadSlots;
+}
+
 }  // namespace tristore

@@ -222,13 +222,13 @@ class BTreeTable final : public TableInterface<K, V> {
   }
 
   // body(tree) runs a read on a tree. Outside any transaction (no lock to take) it holds the
-  // database's latch shared where the read changes nothing shared: main-memory always; the
-  // buffer manager while the path is in DRAM (tiers/resident_reads.hpp), else the read starts
-  // again under the exclusive latch, and so do the thread's next kExclusiveAfterMiss reads
-  // (data beyond DRAM: most would miss again). nvm-direct's reads charge the simulated LLC,
-  // and reads in a transaction take locks: exclusive.
+  // database's latch shared: main-memory's reads change nothing; the buffer manager's go
+  // through ResidentReads (tiers/resident_reads.hpp), whose misses it serves one at a time
+  // beside the other readers. Should a miss find no frame it could take without waiting for
+  // readers, the read starts again under the exclusive latch. nvm-direct's reads charge the
+  // simulated LLC, and reads in a transaction take locks: exclusive. So do scans (not
+  // restartable) of the buffer manager: their visit function may run other reads in between.
   static constexpr bool kRestartable = true;
-  static constexpr unsigned kExclusiveAfterMiss = 64;
   template <typename Body>
   auto reading(TransactionState* txn, bool restartable, Body&& body) {
     if (txn == nullptr) {
@@ -236,18 +236,14 @@ class BTreeTable final : public TableInterface<K, V> {
         const OperationLatch::Shared latched(transactions_.latch());
         return body(read_tree_);
       } else if constexpr (std::is_same_v<Inner, BufferManager>) {
-        thread_local unsigned exclusive_reads_left = 0;
-        if (restartable && exclusive_reads_left == 0) {
+        if (restartable) {
           try {
             const OperationLatch::Shared latched(transactions_.latch());
             ResidentReads reads(context_.inner());
             BTree<K, V, ResidentReads> tree(reads, root_);
             return body(tree);
           } catch (const ResidentReads::NotResident&) {
-            exclusive_reads_left = kExclusiveAfterMiss;
           }
-        } else if (exclusive_reads_left > 0) {
-          --exclusive_reads_left;
         }
       }
     }

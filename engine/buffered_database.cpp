@@ -29,7 +29,11 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
         ssd_(std::move(ssd)),
         log_(std::move(log)),
         double_write_(std::move(double_write)),
-        manager_(std::move(manager)) {}
+        manager_(std::move(manager)) {
+    // Readers holding the latch shared read beside the buffer manager's misses: frames it
+    // lets go wait for them to leave.
+    manager_->share_with(&transactions_.latch().readers());
+  }
 
   ~BufferedDatabase() override {
     if (crash_on_close_) return;

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "common/error.hpp"
+#include "common/reader_slots.hpp"
 #include "common/thread_slot.hpp"
 
 namespace tristore {
@@ -43,21 +44,20 @@ class OperationLatch {
       ++held_depth;
       return;
     }
-    ReaderSlot& slot = slots_[thread_slot()];
     for (;;) {
-      slot.readers.fetch_add(1, std::memory_order_seq_cst);
+      readers_.enter();
       if (!writer_.load(std::memory_order_seq_cst)) [[likely]] {
         hold(this, false);
         return;
       }
-      slot.readers.fetch_sub(1, std::memory_order_release);
+      readers_.leave();
       for (unsigned spins = 0; writer_.load(std::memory_order_acquire); ++spins) back_off(spins);
     }
   }
   void unlock_shared() {
     if (--held_depth > 0) return;
     hold(nullptr, false);
-    slots_[thread_slot()].readers.fetch_sub(1, std::memory_order_release);
+    readers_.leave();
   }
 
   void lock(Purpose purpose = Purpose::kChange) {
@@ -81,8 +81,7 @@ class OperationLatch {
     // Threads that take a slot after this load see the flag before they read anything.
     const std::size_t slots = thread_slots_in_use();
     for (std::size_t i = 0; i < slots; ++i)
-      for (unsigned spins = 0; slots_[i].readers.load(std::memory_order_seq_cst) != 0; ++spins)
-        back_off(spins);
+      for (unsigned spins = 0; readers_.inside(i); ++spins) back_off(spins);
     hold(this, true);
   }
   void unlock() {
@@ -90,6 +89,10 @@ class OperationLatch {
     hold(nullptr, false);
     writer_.store(false, std::memory_order_release);
   }
+
+  // The shared holders, for grace periods: memory they may be reading is reused only once
+  // they have left (tiers/retired_frames.hpp).
+  const ReaderSlots& readers() const { return readers_; }
 
   // Scoped holders.
   class [[nodiscard]] Shared {
@@ -116,10 +119,6 @@ class OperationLatch {
   };
 
  private:
-  struct alignas(64) ReaderSlot {
-    std::atomic<std::uint32_t> readers{0};  // a count: threads beyond kThreadSlots share slots
-  };
-
   static void hold(const OperationLatch* latch, bool exclusive) {
     held_latch = latch;
     held_depth = latch != nullptr ? 1 : 0;
@@ -136,7 +135,7 @@ class OperationLatch {
   static inline thread_local const OperationLatch* held_latch = nullptr;
   static inline thread_local unsigned held_depth = 0;
   static inline thread_local bool held_exclusive = false;
-  std::array<ReaderSlot, kThreadSlots> slots_;
+  ReaderSlots readers_;
   alignas(64) std::atomic<bool> writer_{false};
 };
 

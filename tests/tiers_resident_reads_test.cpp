@@ -1,20 +1,28 @@
-// ResidentReads (tiers/resident_reads.hpp): reads of what the buffer manager holds in DRAM,
-// changing nothing but the referenced bit. It serves swizzled and page-table fixes of DRAM
-// frames and resident lines of full frames and mini pages, with the bytes the buffer manager
-// would return; everything that would load, swizzle or promote throws NotResident and leaves
-// the buffer as it was; its fixes are counted; the changing calls are refused.
+// ResidentReads (tiers/resident_reads.hpp): reads beside each other under the shared
+// database latch. What is in DRAM is read with the bytes the buffer manager would return and
+// nothing shared written but the referenced bit; misses are served by the buffer manager one at
+// a time, and no line a reader may be looking at moves or is reused under it: a mini page
+// that needs more lines is replaced by a copy, and frames let go wait for the readers inside
+// to leave (tiers/retired_frames.hpp). When none can wait, the read is told to retry
+// exclusively. Fixes are counted; the changing calls are refused.
 #include "tiers/resident_reads.hpp"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <random>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
 #include "btree/page_access.hpp"
 #include "common/page_format.hpp"
+#include "common/reader_slots.hpp"
+#include "engine/operation_latch.hpp"
+#include "tests/test_support.hpp"
 #include "tests/tiers_test_support.hpp"
 #include "tiers/buffer_manager.hpp"
+#include "tiers/retired_frames.hpp"
 
 namespace tristore {
 namespace {
@@ -24,66 +32,74 @@ static_assert(PageAccess<ResidentReads>);
 using Guard = BufferManager::Guard;
 using testing::TestTiers;
 
-BufferManagerOptions three_tier(TestTiers& tiers, bool swizzling = true) {
+BufferManagerOptions three_tier(TestTiers& tiers, bool swizzling = true, std::size_t slabs = 8) {
   BufferManagerOptions options;
-  options.dram_bytes = 8 * FramePool::kSlabBytes;
+  options.dram_bytes = slabs * FramePool::kSlabBytes;
   options.nvm = tiers.nvm.get();
   options.ssd = tiers.ssd.get();
   options.swizzling = swizzling;
   return options;
 }
 
-std::byte pattern(std::size_t i) { return std::byte(i * 13 + 5); }
+std::byte pattern(std::size_t i, std::size_t page = 0) { return std::byte(i * 13 + page * 7 + 5); }
 
-// One page of pattern bytes, flushed to NVM: the next fix loads it into a mini page.
-Swip page_in_nvm(BufferManager& bm) {
-  Guard page = bm.allocate_page();
-  std::byte* bytes = page.whole_page();
-  for (std::size_t i = kPageHeaderSize; i < kPageSize; ++i) bytes[i] = pattern(i);
-  page.mark_dirty(kPageHeaderSize, kPageSize - kPageHeaderSize);
-  Swip swip = bm.swip_of(page);
-  page.release();
+// Pages of pattern bytes, flushed to NVM: the next fix loads each into a mini page.
+std::vector<Swip> pages_in_nvm(BufferManager& bm, std::size_t count) {
+  std::vector<Swip> swips;
+  for (std::size_t p = 0; p < count; ++p) {
+    Guard page = bm.allocate_page();
+    std::byte* bytes = page.whole_page();
+    for (std::size_t i = kPageHeaderSize; i < kPageSize; ++i) bytes[i] = pattern(i, p);
+    page.mark_dirty(kPageHeaderSize, kPageSize - kPageHeaderSize);
+    swips.push_back(bm.swip_of(page));
+  }
   bm.flush_all();
-  return swip;
+  return swips;
 }
+Swip page_in_nvm(BufferManager& bm) { return pages_in_nvm(bm, 1)[0]; }
 
-TEST(TiersResidentReads, ReadsOnlyWhatIsInDramAndChangesNothingWhenItIsNot) {
+// The reader's side of the database latch, for tests without a database: inside while alive.
+struct Inside {
+  explicit Inside(ReaderSlots& slots) : slots(slots) { slots.enter(); }
+  ~Inside() { slots.leave(); }
+  ReaderSlots& slots;
+};
+
+TEST(TiersResidentReads, ServesMissesAndNeverMovesALineAReaderHolds) {
   TestTiers tiers("resident", 16, 64);
   BufferManager bm(three_tier(tiers));
+  ReaderSlots slots;
+  bm.share_with(&slots);
   Swip root = page_in_nvm(bm);
-  {
-    ResidentReads reads(bm);
-    EXPECT_THROW(reads.fix(root, nullptr), ResidentReads::NotResident) << "only in NVM";
-  }
-  EXPECT_FALSE(root.is_swizzled());
-  EXPECT_EQ(bm.location(root.page_id()), BufferManager::Location::kNvm);
-
-  // Lines 3 and 4 in a mini page; line 5 not.
-  Guard page = bm.fix(root, nullptr);
-  ASSERT_TRUE(page.on_mini_page());
-  page.read(3 * 64, 128);
-  const std::uint64_t lines_read = bm.counters().nvm_lines_read;
-  const Counters before = bm.counters();
-  {
-    ResidentReads reads(bm);
-    ResidentReads::Guard resident = reads.fix(root, nullptr);
-    const std::byte* bytes = resident.read(3 * 64 + 10, 100);
-    for (std::size_t i = 0; i < 100; ++i) ASSERT_EQ(bytes[i], pattern(3 * 64 + 10 + i));
-    EXPECT_THROW(resident.read(4 * 64 + 60, 8), ResidentReads::NotResident) << "line 5 is not";
-    EXPECT_THROW(resident.whole_page(), ResidentReads::NotResident) << "would promote";
-  }
-  EXPECT_EQ(bm.counters().nvm_lines_read, lines_read) << "nothing loaded";
-  EXPECT_TRUE(page.on_mini_page()) << "nothing promoted";
-  EXPECT_EQ(bm.counters().swizzled_hits - before.swizzled_hits, 1u) << "counted per thread";
-
-  // Promoted: the full frame's resident lines, through the forwarding mini page.
-  page.whole_page();
-  ASSERT_FALSE(page.on_mini_page());
-  page.release();
+  const PageId page_id = root.page_id();
+  const Inside inside(slots);
   ResidentReads reads(bm);
-  ResidentReads::Guard resident = reads.fix(root, nullptr);
-  EXPECT_EQ(*resident.read(9000, 1), pattern(9000));
-  EXPECT_EQ(resident.whole_page()[kPageSize - 1], pattern(kPageSize - 1));
+  // The page only in NVM: loaded into a mini page for the reader, its root swip swizzled.
+  ResidentReads::Guard page = reads.fix(root, nullptr);
+  EXPECT_EQ(bm.location(page_id), BufferManager::Location::kDramMini);
+  EXPECT_TRUE(Swip::load(root).is_swizzled());
+  const std::byte* lines_3_4 = page.read(3 * 64 + 10, 100);
+  for (std::size_t i = 0; i < 100; ++i) ASSERT_EQ(lines_3_4[i], pattern(3 * 64 + 10 + i));
+  const Counters after_first = bm.counters();
+  EXPECT_EQ(after_first.reader_misses, 2u) << "the page, then its lines";
+  EXPECT_EQ(after_first.mini_page_copies, 1u) << "lines added beside readers: a copy";
+
+  // Line 1 sorts before 3 and 4, which would move up in place: a copy takes it instead, and the
+  // bytes the reader holds stay where they are, intact.
+  EXPECT_EQ(*page.read(64 + 1, 1), pattern(64 + 1));
+  EXPECT_EQ(bm.counters().mini_page_copies, 2u);
+  for (std::size_t i = 0; i < 100; ++i) ASSERT_EQ(lines_3_4[i], pattern(3 * 64 + 10 + i));
+  EXPECT_EQ(bm.counters().nvm_lines_read - after_first.nvm_lines_read, 1u) << "line 1 only";
+
+  // The whole page promotes the mini page; the old bytes still stay readable.
+  EXPECT_EQ(page.whole_page()[kPageSize - 1], pattern(kPageSize - 1));
+  EXPECT_EQ(bm.location(page_id), BufferManager::Location::kDramFull);
+  EXPECT_EQ(bm.counters().mini_page_promotions, 1u);
+  for (std::size_t i = 0; i < 100; ++i) ASSERT_EQ(lines_3_4[i], pattern(3 * 64 + 10 + i));
+  // Resident now: no further miss.
+  const std::uint64_t misses = bm.counters().reader_misses;
+  EXPECT_EQ(*reads.fix(root, nullptr).read(9000, 1), pattern(9000));
+  EXPECT_EQ(bm.counters().reader_misses, misses);
 }
 
 TEST(TiersResidentReads, FindsUnswizzledPagesInThePageTableAndCountsTheLookup) {
@@ -100,6 +116,7 @@ TEST(TiersResidentReads, FindsUnswizzledPagesInThePageTableAndCountsTheLookup) {
     EXPECT_EQ(*reads.fix(root, nullptr).read(777, 1), pattern(777));
   }
   EXPECT_EQ(bm.counters().page_table_lookups - before.page_table_lookups, 1u);
+  EXPECT_EQ(bm.counters().reader_misses, before.reader_misses);
 }
 
 // With swizzling on, a page in DRAM behind an unswizzled swip goes to the buffer manager once,
@@ -112,10 +129,10 @@ TEST(TiersResidentReads, LeavesASwipTheBufferManagerWouldSwizzleToIt) {
   ASSERT_FALSE(root.is_swizzled());
   {
     ResidentReads reads(bm);
-    EXPECT_THROW(reads.fix(root, nullptr), ResidentReads::NotResident);
+    EXPECT_EQ(*reads.fix(root, nullptr).read(4321, 1), pattern(4321));
   }
-  { Guard page = bm.fix(root, nullptr); }
   ASSERT_TRUE(root.is_swizzled());
+  EXPECT_EQ(bm.counters().reader_misses, 1u);
   const Counters before = bm.counters();
   {
     ResidentReads reads(bm);
@@ -123,6 +140,94 @@ TEST(TiersResidentReads, LeavesASwipTheBufferManagerWouldSwizzleToIt) {
   }
   EXPECT_EQ(bm.counters().swizzled_hits - before.swizzled_hits, 1u);
   EXPECT_EQ(bm.counters().page_table_lookups, before.page_table_lookups);
+  EXPECT_EQ(bm.counters().reader_misses, before.reader_misses);
+}
+
+// A frame let go while another reader is inside is not reused until that reader leaves: the
+// bytes it holds stay intact, and a miss that finds no other frame is told to retry
+// exclusively. Once the reader has left, the frames come back.
+TEST(TiersResidentReads, FramesLetGoWaitForTheReadersInside) {
+  TestTiers tiers("resident-grace", 256, 512);
+  BufferManager bm(three_tier(tiers, true, /*slabs=*/8));
+  ReaderSlots slots;
+  bm.share_with(&slots);
+  const std::vector<Swip> pages = pages_in_nvm(bm, 200);
+  std::vector<Swip> roots = pages;  // one root swip per page, swizzled by the reads
+
+  // Another thread reads pages 0 to 9 and stays inside, holding their bytes.
+  constexpr std::size_t kHeld = 10;
+  std::atomic<int> step{0};
+  std::thread other([&] {
+    const Inside inside(slots);
+    ResidentReads reads(bm);
+    std::vector<const std::byte*> held;
+    for (std::size_t p = 0; p < kHeld; ++p)
+      held.push_back(reads.fix(roots[p], nullptr).read(5000, 64));
+    step = 1;
+    while (step.load() != 2) std::this_thread::yield();
+    for (std::size_t p = 0; p < kHeld; ++p)
+      for (std::size_t i = 0; i < 64; ++i) ASSERT_EQ(held[p][i], pattern(5000 + i, p)) << p;
+  });
+  while (step.load() != 1) std::this_thread::yield();
+  // This thread reads the other pages; DRAM holds 8 x 15 mini pages: pages the other thread
+  // holds are evicted, and at last no frame is free that it may not still see.
+  bool retried = false;
+  std::size_t p = kHeld;
+  for (; p < pages.size() && !retried; ++p) {
+    const Inside inside(slots);
+    ResidentReads reads(bm);
+    try {
+      EXPECT_EQ(*reads.fix(roots[p], nullptr).read(5000, 1), pattern(5000, p)) << p;
+    } catch (const ResidentReads::NotResident&) {
+      retried = true;
+    }
+  }
+  EXPECT_TRUE(retried) << "read " << p << " pages without reusing a frame";
+  EXPECT_EQ(bm.memory_usage().dram_bytes_used, 8 * FramePool::kMinisPerSlab * sizeof(MiniPage))
+      << "every mini page live or retired";
+  step = 2;
+  other.join();
+  // Both have left: the retired frames serve the next reads.
+  for (std::size_t q = 0; q < pages.size(); ++q) {
+    const Inside inside(slots);
+    ResidentReads reads(bm);
+    ASSERT_EQ(*reads.fix(roots[q], nullptr).read(8000, 1), pattern(8000, q)) << q;
+  }
+  EXPECT_EQ(bm.counters().reader_retries, 1u);
+}
+
+TEST(TiersRetiredFrames, AFrameComesBackOnlyAfterEveryReaderInsideHasLeft) {
+  ReaderSlots slots;
+  RetiredFrames retired;
+  FrameHeader a, b;
+  std::vector<FrameHeader*> released;
+  auto release = [&](FrameHeader* frame) { released.push_back(frame); };
+  std::atomic<int> step{0};
+  std::thread reader([&] {
+    slots.enter();
+    step = 1;
+    while (step.load() != 2) std::this_thread::yield();
+    slots.leave();
+    slots.enter();  // inside again: a new read, which cannot see what was let go before
+    step = 3;
+    while (step.load() != 4) std::this_thread::yield();
+    slots.leave();
+  });
+  while (step.load() != 1) std::this_thread::yield();
+  retired.retire(&a);
+  EXPECT_TRUE(a.has(frame_flag::kRetired));
+  EXPECT_EQ(retired.reclaim(&slots, release), 0u) << "the reader is inside";
+  step = 2;
+  while (step.load() != 3) std::this_thread::yield();
+  retired.retire(&b);
+  EXPECT_EQ(retired.reclaim(&slots, release), 1u) << "a: its reader left, though inside again";
+  EXPECT_EQ(released, std::vector<FrameHeader*>{&a});
+  EXPECT_EQ(retired.reclaim(&slots, release), 0u) << "b: the reader inside when it went is";
+  step = 4;
+  reader.join();
+  EXPECT_EQ(retired.reclaim(&slots, release), 1u);
+  EXPECT_TRUE(retired.empty());
+  EXPECT_EQ(released, (std::vector<FrameHeader*>{&a, &b}));
 }
 
 TEST(TiersResidentReads, ChangingCallsAreRefused) {
@@ -165,6 +270,71 @@ TEST(TiersResidentReads, ThreadsReadSideBySideAndEveryFixIsCounted) {
   for (std::thread& thread : threads) thread.join();
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(wrong[t], 0) << "thread " << t;
   EXPECT_EQ(bm.counters().swizzled_hits - before.swizzled_hits, std::uint64_t{kThreads} * kReads);
+}
+
+// Threads reading many pages through a DRAM far too small for them, as the database does:
+// shared, with misses served beside the other readers (loads, copies, promotions, evictions,
+// retired frames), and exclusive through the buffer manager when told to retry. Every byte
+// read is the page's. Run under ThreadSanitizer too.
+TEST(TiersResidentReads, ThreadsMissingBesideEachOtherReadTheRightBytes) {
+  const std::uint64_t seed = testing_support::test_seed();
+  TestTiers tiers("resident-miss-threads", 256, 512);
+  BufferManager bm(three_tier(tiers, true, /*slabs=*/12));
+  OperationLatch latch;
+  bm.share_with(&latch.readers());
+  constexpr std::size_t kPages = 120;
+  const std::vector<Swip> pages = pages_in_nvm(bm, kPages);
+  std::vector<Swip> roots = pages;
+  constexpr int kThreads = 6, kReads = 3000;
+  std::vector<int> wrong(kThreads, 0), retried(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      std::mt19937_64 random(seed + static_cast<std::uint64_t>(t));
+      for (int i = 0; i < kReads; ++i) {
+        const std::size_t p = random() % kPages;
+        const bool whole = random() % 16 == 0;
+        const auto at = static_cast<std::uint32_t>(kPageHeaderSize +
+                                                   random() % (kPageSize - kPageHeaderSize - 64));
+        auto check = [&](auto& page) {
+          if (whole) return page.whole_page()[at] != pattern(at, p);
+          const std::byte* bytes = page.read(at, 64);
+          for (std::size_t b = 0; b < 64; ++b)
+            if (bytes[b] != pattern(at + b, p)) return true;
+          return false;
+        };
+        try {
+          const OperationLatch::Shared shared(latch);
+          ResidentReads reads(bm);
+          ResidentReads::Guard page = reads.fix(roots[p], nullptr);
+          wrong[t] += check(page);
+          continue;
+        } catch (const ResidentReads::NotResident&) {
+          ++retried[t];
+        }
+        const OperationLatch::Exclusive exclusive(latch, OperationLatch::Purpose::kRead);
+        Guard page = bm.fix(roots[p], nullptr);
+        wrong[t] += check(page);
+      }
+    });
+  for (std::thread& thread : threads) thread.join();
+  int retries = 0;
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(wrong[t], 0) << "thread " << t;
+    retries += retried[t];
+  }
+  const Counters counters = bm.counters();
+  EXPECT_EQ(counters.reader_retries, static_cast<std::uint64_t>(retries));
+  EXPECT_GT(counters.reader_misses, 1000u);
+  EXPECT_GT(counters.dram_evictions, 100u);
+  EXPECT_GT(counters.mini_page_copies, 100u);
+  EXPECT_GT(counters.mini_page_promotions, 10u);
+  std::printf("misses %llu, retried %d, evictions %llu, copies %llu, promotions %llu\n",
+              static_cast<unsigned long long>(counters.reader_misses), retries,
+              static_cast<unsigned long long>(counters.dram_evictions),
+              static_cast<unsigned long long>(counters.mini_page_copies),
+              static_cast<unsigned long long>(counters.mini_page_promotions));
+  bm.flush_all();
 }
 
 }  // namespace

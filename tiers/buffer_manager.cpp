@@ -62,7 +62,7 @@ BufferManager::BufferManager(const BufferManagerOptions& options)
            header.page_id);
     // Never two slots for one page in normal operation; should there be two, the newer wins
     // and the older slot is freed (the clock would never pick it).
-    if (void** other = page_table_.find(header.page_id)) {
+    if (void* const* other = page_table_.find(header.page_id)) {
       const SlotId other_slot = nvm_->slot_of(*other);
       if (nvm_->header(other_slot).lsn >= header.lsn) {
         stale.push_back(slot);
@@ -102,7 +102,7 @@ BufferManager::Guard BufferManager::allocate_page() {
   header.page_id = page_id;
   std::memcpy(frame->data, &header, sizeof(header));
   frame->header.page_id = page_id;
-  frame->resident_all = true;
+  frame->mark_all_resident();
   frame->dirty_all = true;
   page_table_.insert_or_assign(page_id, &frame->header);
   return pin(&frame->header);
@@ -113,7 +113,7 @@ BufferManager::Guard BufferManager::fix_through_table(Swip& swip, Guard* parent,
   const PageId page_id = swip.page_id();
   ++counters_.page_table_lookups;
   FrameHeader* frame;
-  void** entry = page_table_.find(page_id);
+  void* const* entry = page_table_.find(page_id);
   if (entry != nullptr && (nvm_ == nullptr || !nvm_->in_slot_area(*entry))) {
     frame = static_cast<FrameHeader*>(*entry);
   } else if (entry != nullptr) {
@@ -136,7 +136,7 @@ BufferManager::Guard BufferManager::fix_page(PageId page_id) {
 BufferManager::Guard BufferManager::install_page(PageId page_id, const std::byte* image) {
   // 1. The page's DRAM frame, or a new full frame backed by its NVM slot if it has one.
   if (ssd_ != nullptr) claim_ssd_page(page_id);
-  void** entry = page_table_.find(page_id);
+  void* const* entry = page_table_.find(page_id);
   FrameHeader* frame;
   if (entry != nullptr && (nvm_ == nullptr || !nvm_->in_slot_area(*entry))) {
     frame = static_cast<FrameHeader*>(*entry);
@@ -152,7 +152,7 @@ BufferManager::Guard BufferManager::install_page(PageId page_id, const std::byte
     }
     unpoison_bytes(full->data, kPageSize);
     full->header.page_id = page_id;
-    full->resident_all = true;
+    full->mark_all_resident();
     page_table_.insert_or_assign(page_id, &full->header);
     frame = &full->header;
   }
@@ -196,7 +196,7 @@ void BufferManager::free_page(Guard&& guard) {
   // 2. Detach from the owning swip (the caller removes or overwrites it).
   if (frame->has(frame_flag::kSwizzled)) {
     Swip* swip = owning_swip(frame);
-    if (*swip == Swip::from_frame(frame)) *swip = Swip::from_page_id(frame->page_id);
+    if (*swip == Swip::from_frame(frame)) Swip::store(*swip, Swip::from_page_id(frame->page_id));
     if (!frame->has(frame_flag::kOwnerIsRoot)) --frame->owner.parent->swizzled_children;
     frame->clear(frame_flag::kSwizzled | frame_flag::kOwnerIsRoot);
   }

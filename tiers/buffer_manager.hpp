@@ -31,10 +31,14 @@
 // then no root swip may be used after the manager is gone.
 //
 // Threads: the database's operation latch (engine/operation_latch.hpp) serialises every call
-// that may change the buffer; reads of what is already in DRAM go through ResidentReads
-// (tiers/resident_reads.hpp) beside each other. Every frame carries a version-latch word and
-// no frame pointer outlives the Guard it came from, so optimistic latching can come without a
-// redesign.
+// that changes pages. Reads outside transactions hold it shared and go through ResidentReads
+// (tiers/resident_reads.hpp) beside each other: what is in DRAM they read without the buffer
+// manager; a missing page or line is served here (fix_for_reader, read_for_reader), one miss
+// at a time under the miss latch, while the other readers go on. Nothing a reader may be
+// looking at is changed or reused under it: lines are only added to a full frame, a mini page
+// that needs more lines is replaced by a larger copy, and frames let go (evicted, replaced,
+// promoted) go back to the pool only once the readers inside then have left
+// (tiers/retired_frames.hpp).
 #include <array>
 #include <atomic>
 #include <cassert>
@@ -47,6 +51,7 @@
 #include <vector>
 
 #include "common/counters.hpp"
+#include "common/reader_slots.hpp"
 #include "common/thread_slot.hpp"
 #include "common/types.hpp"
 #include "nvm/nvm_tier.hpp"
@@ -56,6 +61,7 @@
 #include "tiers/frame.hpp"
 #include "tiers/frame_pool.hpp"
 #include "tiers/page_id_map.hpp"
+#include "tiers/retired_frames.hpp"
 #include "tiers/swip.hpp"
 
 namespace tristore {
@@ -148,14 +154,27 @@ class BufferManager {
   enum class Location { kNowhere, kDramFull, kDramMini, kNvm, kSsd };
   Location location(PageId page_id) const;
 
-  // For reads that change nothing (tiers/resident_reads.hpp), which many threads may run at
-  // once: the page's DRAM frame or null (nothing loaded, nothing counted); and their fixes,
-  // counted per thread without a locked instruction, summed by counters().
+  // Readers beside each other (tiers/resident_reads.hpp), holding the database latch shared.
+  // The readers, whose leaving ends a grace period; null: no reader runs beside the manager.
+  void share_with(const ReaderSlots* readers) { readers_ = readers; }
+  // The page's DRAM frame or null (nothing loaded, nothing counted).
   FrameHeader* frame_in_dram(PageId page_id) const {
-    void* const* entry = page_table_.find(page_id);
-    if (entry == nullptr || (nvm_ != nullptr && nvm_->in_slot_area(*entry))) return nullptr;
-    return static_cast<FrameHeader*>(*entry);
+    const std::optional<void*> entry = page_table_.find_racing(page_id);
+    if (!entry || (nvm_ != nullptr && nvm_->in_slot_area(*entry))) return nullptr;
+    auto* frame = static_cast<FrameHeader*>(*entry);
+    // A racing lookup may pair the id with another page's frame (one that is not reused
+    // while this reader is inside).
+    return frame->page_id == page_id ? frame : nullptr;
   }
+  // Misses, served one at a time. The frame `swip` leads to, loaded if need be and swizzled as
+  // fix() would (parent: the frame the reader read the swip from; null for a root swip). And
+  // the bytes of a page's lines, loaded if need be; `frame` becomes the page's frame that holds
+  // them. The reader may hold frames let go meanwhile. Throws RetryExclusively when no frame
+  // can be had without waiting for readers (the read runs again under the exclusive latch),
+  // Error as fix() does.
+  struct RetryExclusively {};
+  FrameHeader* fix_for_reader(Swip& swip, FrameHeader* parent);
+  const std::byte* read_for_reader(FrameHeader*& frame, std::uint32_t offset, std::uint32_t length);
   // Whether a fix through `swip` (held in parent_frame; null: a root swip) would swizzle it.
   bool would_swizzle(const Swip& swip, const FrameHeader* child, FrameHeader* parent_frame) const;
   void add_resident_reads(std::uint64_t swizzled_hits, std::uint64_t page_table_lookups) {
@@ -177,7 +196,7 @@ class BufferManager {
   std::byte* whole_page(FrameHeader* frame);
   void unfix(FrameHeader* frame) {
     --frame->fix_count;
-    if (frame->has(frame_flag::kPromoted)) [[unlikely]]
+    if (frame->has(frame_flag::kPromoted | frame_flag::kReplaced)) [[unlikely]]
       release_promoted(as_mini(frame));
   }
   Guard pin(FrameHeader* frame);
@@ -191,12 +210,21 @@ class BufferManager {
   std::byte* load_full_lines(FullFrame* frame, std::size_t first, std::size_t last);
   std::byte* make_resident_cold(FrameHeader* frame, std::uint32_t offset, std::uint32_t length);
   std::byte* make_resident_mini(MiniPage* mini, std::uint32_t offset, std::uint32_t length);
+  MiniPage* replace_mini(MiniPage* mini);
   FullFrame* promote(MiniPage* mini);
   void release_promoted(MiniPage* mini);
+  class ServingReader;
+  bool is_live(const FrameHeader* frame) const;
+  // A frame let go: to the pool, or retired while readers may be beside the manager.
+  void release_frame(FrameHeader* frame);
+  std::size_t reclaim_retired();
   void swizzle(Swip& swip, FrameHeader* child, Guard* parent);
   void unswizzle(FrameHeader* frame);
   FullFrame* allocate_full();
   MiniPage* allocate_mini();
+  template <typename Frame, typename TryAllocate>
+  Frame* allocate(Need need, TryAllocate&& try_allocate);
+  void evict_ahead(Need need);
   bool evict_for(Need need);
   bool evictable(FrameHeader* frame) const;
   void evict(FrameHeader* frame);
@@ -246,6 +274,12 @@ class BufferManager {
   std::size_t nvm_eviction_batch_ = 0;
   std::size_t nvm_reserved_slots_ = 0;  // free slots an eviction round left for admissions
   std::vector<SlotId> nvm_victims_;     // reused by evict_nvm_pages
+
+  // Readers beside the manager (see Threads above).
+  const ReaderSlots* readers_ = nullptr;
+  std::atomic<bool> miss_latch_{false};
+  bool sharing_ = false;  // a miss is served: readers may be beside it
+  RetiredFrames retired_;
 
   Counters counters_;
   AdmissionStats admission_stats_;
@@ -368,7 +402,7 @@ inline std::byte* BufferManager::whole_page(FrameHeader* frame) {
     frame = &(mini->full != nullptr ? mini->full : promote(mini))->header;
   }
   FullFrame* full = as_full(frame);
-  if (full->resident_all) [[likely]]
+  if (full->all_resident()) [[likely]]
     return full->data;
   return load_full_lines(full, 0, kLinesPerPage - 1);
 }

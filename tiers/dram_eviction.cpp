@@ -6,26 +6,57 @@
 
 namespace tristore {
 
-FullFrame* BufferManager::allocate_full() {
+// How many frames a miss beside readers evicts at once, for the misses that follow it, and
+// below how many free slabs it does.
+constexpr std::size_t kEvictionsAhead = 16;
+constexpr std::size_t kFreeSlabsKept = 2;
+
+template <typename Frame, typename TryAllocate>
+Frame* BufferManager::allocate(Need need, TryAllocate&& try_allocate) {
+  // Beside readers, evicted frames come back only after a grace period: while few slabs are
+  // free, evict ahead, so that the misses to come find frames whose grace has passed.
+  if (sharing_ && pool_.free_slabs() <= kFreeSlabsKept && retired_.size() < kEvictionsAhead)
+    evict_ahead(need);
   for (;;) {
-    if (FullFrame* frame = pool_.try_allocate_full()) return frame;
-    if (!evict_for(Need::kFullFrame))
+    if (Frame* frame = try_allocate()) return frame;
+    if (reclaim_retired() > 0) continue;
+    if (sharing_) throw RetryExclusively{};
+    if (!evict_for(need))
       fail("DRAM buffer pool exhausted: all {} frames are fixed or hold swizzled children",
            pool_.slab_count());
   }
+}
+
+void BufferManager::evict_ahead(Need need) {
+  for (std::size_t retired = retired_.size(); retired < kEvictionsAhead && evict_for(need);
+       ++retired) {
+  }
+}
+
+FullFrame* BufferManager::allocate_full() {
+  return allocate<FullFrame>(Need::kFullFrame, [this] { return pool_.try_allocate_full(); });
 }
 
 MiniPage* BufferManager::allocate_mini() {
-  for (;;) {
-    if (MiniPage* mini = pool_.try_allocate_mini()) return mini;
-    if (!evict_for(Need::kAnything))
-      fail("DRAM buffer pool exhausted: all {} frames are fixed or hold swizzled children",
-           pool_.slab_count());
-  }
+  return allocate<MiniPage>(Need::kAnything, [this] { return pool_.try_allocate_mini(); });
+}
+
+void BufferManager::release_frame(FrameHeader* frame) {
+  if (sharing_)
+    retired_.retire(frame);
+  else
+    pool_.release(frame);
+}
+
+std::size_t BufferManager::reclaim_retired() {
+  if (retired_.empty()) return 0;
+  return retired_.reclaim(readers_, [this](FrameHeader* frame) { pool_.release(frame); });
 }
 
 bool BufferManager::evictable(FrameHeader* frame) const {
-  if (frame->fix_count != 0 || frame->has(frame_flag::kPromoted)) return false;
+  constexpr std::uint8_t kLetGo =
+      frame_flag::kPromoted | frame_flag::kReplaced | frame_flag::kRetired;
+  if (frame->fix_count != 0 || frame->has(kLetGo)) return false;
   return frame->is_mini() || as_full(frame)->swizzled_children == 0;
 }
 
@@ -83,10 +114,10 @@ void BufferManager::evict(FrameHeader* frame) {
     write_back_to_nvm(frame);
   else
     evict_unbacked(as_full(frame));
-  // 3. Free the frame.
+  // 3. Free the frame (after a grace period, if readers may be looking at it).
   ++counters_.dram_evictions;
   frame->bump_version();
-  pool_.release(frame);
+  release_frame(frame);
 }
 
 void BufferManager::evict_unbacked(FullFrame* frame) {

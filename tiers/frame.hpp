@@ -25,6 +25,8 @@ inline constexpr std::uint8_t kReferenced = 2;   // clock's second-chance bit
 inline constexpr std::uint8_t kSwizzled = 4;     // the owning swip holds this frame's address
 inline constexpr std::uint8_t kOwnerIsRoot = 8;  // owner.root_swip, not owner.parent
 inline constexpr std::uint8_t kPromoted = 16;    // a mini page forwarding to `full`
+inline constexpr std::uint8_t kReplaced = 32;    // a mini page replaced by a larger copy
+inline constexpr std::uint8_t kRetired = 64;     // let go, back to the pool after readers left
 }  // namespace frame_flag
 
 struct FrameHeader {
@@ -79,8 +81,16 @@ struct alignas(64) FullFrame {
   LineMask dirty;
   alignas(64) std::byte data[kPageSize];
 
+  // resident_all is read by readers beside the thread that sets it (tiers/resident_reads.hpp):
+  // atomically, acquiring the lines the store released.
+  bool all_resident() const {
+    return std::atomic_ref<bool>(const_cast<bool&>(resident_all)).load(std::memory_order_acquire);
+  }
+  void mark_all_resident() {
+    std::atomic_ref<bool>(resident_all).store(true, std::memory_order_release);
+  }
   bool is_resident(std::size_t first_line, std::size_t last_line) const {
-    if (resident_all) return true;
+    if (all_resident()) return true;
     return first_line == last_line ? resident.test(first_line)
                                    : resident.all(first_line, last_line);
   }
@@ -118,10 +128,11 @@ inline MiniPage* as_mini(FrameHeader* frame) {
 
 // The full frame that holds a frame's bytes: itself, or the one a promoted mini page forwards
 // to; null for a mini page not promoted.
+// Promotion publishes `full` to readers beside it: read atomically.
 inline FullFrame* holding_full_frame(FrameHeader* frame) {
   if (!frame->is_mini()) [[likely]]
     return as_full(frame);
-  return as_mini(frame)->full;
+  return std::atomic_ref<FullFrame*>(as_mini(frame)->full).load(std::memory_order_acquire);
 }
 
 }  // namespace tristore

@@ -51,6 +51,7 @@ class FramePool {
     return full_frames_ * sizeof(FullFrame) + mini_pages_ * sizeof(MiniPage);
   }
   std::size_t frames_in_use() const { return full_frames_ + mini_pages_; }
+  std::size_t free_slabs() const { return free_slabs_.size(); }
 
  private:
   struct Slab {

@@ -35,7 +35,7 @@ FrameHeader* BufferManager::load_from_nvm(PageId page_id, std::byte* slot) {
     FullFrame* full = as_full(frame);
     unpoison_bytes(full->data, kPageSize);
     nvm_device_->read(full->data, slot, kPageSize);
-    full->resident_all = true;
+    full->mark_all_resident();
   }
   page_table_.insert_or_assign(page_id, frame);
   return frame;
@@ -51,7 +51,7 @@ FrameHeader* BufferManager::load_from_ssd(PageId page_id) {
     throw;
   }
   frame->header.page_id = page_id;
-  frame->resident_all = true;
+  frame->mark_all_resident();
   page_table_.insert_or_assign(page_id, &frame->header);
   return &frame->header;
 }
@@ -69,7 +69,7 @@ std::byte* BufferManager::load_full_lines(FullFrame* frame, std::size_t first, s
     frame->resident.set(line, end - 1);
     line = end < kLinesPerPage ? frame->resident.next_clear(end) : kLinesPerPage;
   }
-  if (frame->resident.full()) frame->resident_all = true;
+  if (frame->resident.full()) frame->mark_all_resident();
   return frame->data;
 }
 
@@ -101,10 +101,16 @@ std::byte* BufferManager::make_resident_mini(MiniPage* mini, std::uint32_t offse
       missing[missing_count++] = static_cast<std::uint8_t>(line);
   if (count + missing_count > MiniPage::kSlots)
     return make_resident(&promote(mini)->header, offset, length);
-  // 2. Merge the missing lines into the sorted slots from the back, so that every resident
+  // 2. Readers beside this one may be reading the mini page: a larger copy replaces it, so
+  //    that no line they see moves. Alone, the lines are added in place.
+  MiniPage* target = sharing_ ? replace_mini(mini) : mini;
+  // 3. Merge the missing lines into the sorted slots from the back, so that every resident
   //    line moves up before its place is overwritten; then load the new lines.
   const std::size_t new_count = count + missing_count;
-  unpoison_bytes(mini->data + count * kCacheLineSize, missing_count * kCacheLineSize);
+  if (target == mini)
+    unpoison_bytes(mini->data + count * kCacheLineSize, missing_count * kCacheLineSize);
+  else
+    unpoison_bytes(target->data, new_count * kCacheLineSize);
   std::uint16_t dirty = 0;
   std::ptrdiff_t old_slot = static_cast<std::ptrdiff_t>(count) - 1;
   std::ptrdiff_t next_missing = static_cast<std::ptrdiff_t>(missing_count) - 1;
@@ -112,25 +118,55 @@ std::byte* BufferManager::make_resident_mini(MiniPage* mini, std::uint32_t offse
     const bool take_old =
         next_missing < 0 || (old_slot >= 0 && mini->slots[old_slot] > missing[next_missing]);
     if (take_old) {
-      if (static_cast<std::size_t>(old_slot) != slot) {
-        std::memcpy(mini->data + slot * kCacheLineSize, mini->data + old_slot * kCacheLineSize,
+      if (target != mini || static_cast<std::size_t>(old_slot) != slot) {
+        std::memcpy(target->data + slot * kCacheLineSize, mini->data + old_slot * kCacheLineSize,
                     kCacheLineSize);
-        mini->slots[slot] = mini->slots[old_slot];
+        target->slots[slot] = mini->slots[old_slot];
       }
       if (mini->header.mini_dirty & (1u << old_slot))
         dirty = static_cast<std::uint16_t>(dirty | (1u << slot));
       --old_slot;
     } else {
-      mini->slots[slot] = missing[next_missing--];
-      nvm_device_->read(mini->data + slot * kCacheLineSize,
-                        mini->header.nvm + std::size_t{mini->slots[slot]} * kCacheLineSize,
+      target->slots[slot] = missing[next_missing--];
+      nvm_device_->read(target->data + slot * kCacheLineSize,
+                        target->header.nvm + std::size_t{target->slots[slot]} * kCacheLineSize,
                         kCacheLineSize);
     }
   }
-  mini->header.mini_count = static_cast<std::uint8_t>(new_count);
-  mini->header.mini_dirty = dirty;
-  const std::size_t slot = mini->find(first);
-  return mini->data + slot * kCacheLineSize + offset % kCacheLineSize;
+  target->header.mini_count = static_cast<std::uint8_t>(new_count);
+  target->header.mini_dirty = dirty;
+  // 4. The copy becomes the page's frame: the page table and the owning swip lead to it.
+  if (target != mini) {
+    page_table_.insert_or_assign(mini->header.page_id, &target->header);
+    if (target->header.has(frame_flag::kSwizzled))
+      Swip::store(*owning_swip(&target->header), Swip::from_frame(&target->header));
+  }
+  const std::size_t slot = target->find(first);
+  return target->data + slot * kCacheLineSize + offset % kCacheLineSize;
+}
+
+MiniPage* BufferManager::replace_mini(MiniPage* mini) {
+  assert(mini->header.fix_count > 0 && "the mini page must stay while its copy is made");
+  // 1. An empty mini page (eviction cannot pick the old one: it is fixed).
+  MiniPage* copy = allocate_mini();
+  // 2. It takes over the page: its id, its NVM slot, its owning swip (stored by the caller,
+  //    once the lines are in) and its clock bit. The old one leaves when its fixes do.
+  FrameHeader& from = mini->header;
+  FrameHeader& to = copy->header;
+  to.page_id = from.page_id;
+  to.nvm = from.nvm;
+  constexpr std::uint8_t kOwnership = frame_flag::kSwizzled | frame_flag::kOwnerIsRoot;
+  if (from.has(frame_flag::kSwizzled)) {
+    to.owner = from.owner;
+    to.swip_offset = from.swip_offset;
+    to.set(static_cast<std::uint8_t>(from.flags.load(std::memory_order_relaxed) & kOwnership));
+    from.clear(kOwnership);
+  }
+  to.set(frame_flag::kReferenced);
+  from.set(frame_flag::kReplaced);
+  from.bump_version();
+  ++counters_.mini_page_copies;
+  return copy;
 }
 
 FullFrame* BufferManager::promote(MiniPage* mini) {
@@ -156,13 +192,13 @@ FullFrame* BufferManager::promote(MiniPage* mini) {
     full->header.swip_offset = from.swip_offset;
     full->header.set(static_cast<std::uint8_t>(from.flags.load(std::memory_order_relaxed) &
                                                (frame_flag::kSwizzled | frame_flag::kOwnerIsRoot)));
-    *owning_swip(&full->header) = Swip::from_frame(&full->header);
+    Swip::store(*owning_swip(&full->header), Swip::from_frame(&full->header));
     from.clear(frame_flag::kSwizzled | frame_flag::kOwnerIsRoot);
   }
   // 4. The mini page forwards until its last guard leaves; its fixes pin the full frame.
   full->header.fix_count = from.fix_count;
   full->header.set(frame_flag::kReferenced);
-  mini->full = full;
+  std::atomic_ref<FullFrame*>(mini->full).store(full, std::memory_order_release);
   from.set(frame_flag::kPromoted);
   from.bump_version();
   ++counters_.mini_page_promotions;
@@ -170,8 +206,8 @@ FullFrame* BufferManager::promote(MiniPage* mini) {
 }
 
 void BufferManager::release_promoted(MiniPage* mini) {
-  --mini->full->header.fix_count;
-  if (mini->header.fix_count == 0) pool_.release(&mini->header);
+  if (mini->full != nullptr) --mini->full->header.fix_count;  // not when replaced by a copy
+  if (mini->header.fix_count == 0) release_frame(&mini->header);
 }
 
 }  // namespace tristore

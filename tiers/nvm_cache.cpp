@@ -63,7 +63,7 @@ std::size_t BufferManager::evict_nvm_pages(std::size_t count) {
     nvm_hand_ = slot_id + 1 == slots ? 0 : slot_id + 1;
     const NvmSlotHeader& header = nvm_->header(slot_id);
     if (header.is_free() || slot_id == loading_slot_) continue;
-    void** entry = page_table_.find(header.page_id);
+    void* const* entry = page_table_.find(header.page_id);
     if (entry == nullptr || *entry != nvm_->slot(slot_id)) continue;
     if (nvm_referenced_[slot_id] != 0) {
       nvm_referenced_[slot_id] = 0;

@@ -1,13 +1,18 @@
 #pragma once
-// Reads of pages the buffer manager already holds in DRAM, writing nothing shared, so that
-// several threads may run them at once while the database latch is held shared
-// (engine/operation_latch.hpp). A fix follows a swizzled swip or finds a DRAM frame in the
-// page table; a read returns bytes already resident in a full frame or a mini page. Whatever
-// would change the buffer (a load from NVM or SSD, a swizzle, a promotion) throws NotResident
-// instead: the caller runs the read again under the exclusive latch, through the
-// BufferManager itself. Nothing is fixed: no frame can leave DRAM while the latch is held
-// shared. The only write is a frame's referenced bit (FrameHeader::mark_referenced), so that
-// the clock sees these reads too; fixes are counted per thread (BufferManager::add_resident_reads).
+// Reads beside each other, while the database latch is held shared
+// (engine/operation_latch.hpp): no writer runs, so pages change only by what the buffer
+// manager does to serve a miss. A fix follows a swizzled swip or finds a DRAM frame in the
+// page table; a read returns bytes already resident in a full frame or a mini page. Nothing
+// is fixed and nothing shared is written on that path but a frame's referenced bit
+// (FrameHeader::mark_referenced), so that the clock sees these reads too; fixes are counted
+// per thread (BufferManager::add_resident_reads).
+//
+// What is missing (a page not in DRAM, a swip to swizzle, a line to load) the buffer manager
+// serves, one miss at a time (BufferManager::fix_for_reader, read_for_reader), while other
+// readers go on. A frame this reader holds may be let go meanwhile (evicted, replaced by a
+// larger mini page, promoted): it stays readable until the reader leaves, and its next miss
+// finds the page's frame anew. When no frame can be had without waiting for readers to
+// leave, NotResident is thrown and the caller runs the read again under the exclusive latch.
 //
 // It models PageAccess for the B-tree's reading functions; the changing ones (allocate_page,
 // write, move_swips, swip_of, free_page) must never be called and throw std::logic_error.
@@ -24,27 +29,40 @@ namespace tristore {
 
 class ResidentReads {
  public:
-  struct NotResident {};  // not an Error: the read is retried, never reported
+  // Not an Error: the read is run again under the exclusive latch, never reported.
+  using NotResident = BufferManager::RetryExclusively;
 
   class Guard {
    public:
     Guard() = default;
     PageId page_id() const { return frame_->page_id; }
+    // The hot path, inline as the buffer manager's make_resident is (the binary search of a
+    // node calls it once per probe): resident lines of a full frame. The rest out of line.
     [[gnu::always_inline]] const std::byte* read(std::uint32_t offset, std::uint32_t length) const {
-      return ResidentReads::read(frame_, offset, length);
+      if (!frame_->is_mini()) [[likely]] {
+        const FullFrame* full = reinterpret_cast<const FullFrame*>(frame_);
+        if (full->is_resident(offset / kCacheLineSize, (offset + length - 1) / kCacheLineSize))
+            [[likely]]
+          return full->data + offset;
+      }
+      return read_cold(offset, length);
     }
-    std::byte* whole_page() const {
-      const FullFrame* full = holding_full_frame(frame_);
-      if (full == nullptr || !full->resident_all) not_resident();
-      return const_cast<std::byte*>(full->data);
-    }
+    std::byte* whole_page() const { return const_cast<std::byte*>(read(0, kPageSize)); }
     [[noreturn]] std::byte* write(std::uint32_t, std::uint32_t) const { refuse("write"); }
     [[noreturn]] void mark_dirty(std::uint32_t, std::uint32_t) const { refuse("mark_dirty"); }
 
    private:
     friend class ResidentReads;
-    explicit Guard(FrameHeader* frame) : frame_(frame) {}
-    FrameHeader* frame_ = nullptr;
+    Guard(BufferManager* manager, FrameHeader* frame) : manager_(manager), frame_(frame) {}
+
+    [[gnu::noinline]] const std::byte* read_cold(std::uint32_t offset, std::uint32_t length) const {
+      if (const std::byte* bytes = resident_bytes(frame_, offset, length)) return bytes;
+      return manager_->read_for_reader(frame_, offset, length);
+    }
+
+    BufferManager* manager_ = nullptr;
+    // The frame the reader follows: a miss may move it to the page's newer frame.
+    mutable FrameHeader* frame_ = nullptr;
   };
 
   explicit ResidentReads(BufferManager& manager) : manager_(manager) {}
@@ -54,12 +72,13 @@ class ResidentReads {
   ResidentReads& operator=(const ResidentReads&) = delete;
 
   [[gnu::always_inline]] Guard fix(Swip& swip, Guard* parent) {
-    if (!swip.is_swizzled()) [[unlikely]]
-      return fix_unswizzled(swip, parent);
+    const Swip seen = Swip::load(swip);  // a miss may swizzle it: read it once
+    if (!seen.is_swizzled()) [[unlikely]]
+      return fix_unswizzled(seen, swip, parent);
     ++swizzled_hits_;
-    FrameHeader* frame = swip.frame<FrameHeader>();
+    FrameHeader* frame = seen.frame<FrameHeader>();
     frame->mark_referenced();
-    return Guard(frame);
+    return Guard(&manager_, frame);
   }
 
   [[noreturn]] Guard allocate_page() { refuse("allocate_page"); }
@@ -70,49 +89,34 @@ class ResidentReads {
   [[noreturn]] void free_page(Guard&&) { refuse("free_page"); }
 
  private:
-  [[gnu::noinline]] Guard fix_unswizzled(Swip& swip, Guard* parent) {
-    ++page_table_lookups_;
-    FrameHeader* frame = manager_.frame_in_dram(swip.page_id());
+  [[gnu::noinline]] Guard fix_unswizzled(Swip seen, Swip& swip, Guard* parent) {
+    FrameHeader* parent_frame = parent != nullptr ? parent->frame_ : nullptr;
+    FrameHeader* frame = manager_.frame_in_dram(seen.page_id());
     // A swip the buffer manager would swizzle goes to it once, so that later reads skip the
     // page table.
-    if (frame == nullptr ||
-        manager_.would_swizzle(swip, frame, parent != nullptr ? parent->frame_ : nullptr))
-      not_resident();
+    if (frame == nullptr || manager_.would_swizzle(swip, frame, parent_frame))
+      return Guard(&manager_, manager_.fix_for_reader(swip, parent_frame));
+    ++page_table_lookups_;
     frame->mark_referenced();
-    return Guard(frame);
+    return Guard(&manager_, frame);
   }
 
-  // The hot path, inline as the buffer manager's make_resident is (the binary search of a
-  // node calls it once per probe); mini pages out of line.
-  [[gnu::always_inline]] static const std::byte* read(FrameHeader* frame, std::uint32_t offset,
-                                                      std::uint32_t length) {
-    if (!frame->is_mini()) [[likely]] {
-      const FullFrame* full = reinterpret_cast<const FullFrame*>(frame);
-      if (full->is_resident(offset / kCacheLineSize, (offset + length - 1) / kCacheLineSize))
-          [[likely]]
-        return full->data + offset;
-    }
-    return read_cold(frame, offset, length);
-  }
-
-  [[gnu::noinline]] static const std::byte* read_cold(FrameHeader* frame, std::uint32_t offset,
-                                                      std::uint32_t length) {
+  // Resident bytes of a full frame, of a mini page or of the full frame it was promoted to;
+  // null when a line is missing.
+  static const std::byte* resident_bytes(FrameHeader* frame, std::uint32_t offset,
+                                         std::uint32_t length) {
     const std::size_t first = offset / kCacheLineSize;
     const std::size_t last = (offset + length - 1) / kCacheLineSize;
-    if (const FullFrame* full = holding_full_frame(frame)) {  // or a promoted mini page
-      if (full->is_resident(first, last)) return full->data + offset;
-      not_resident();
-    }
+    if (const FullFrame* full = holding_full_frame(frame))
+      return full->is_resident(first, last) ? full->data + offset : nullptr;
     const MiniPage* mini = as_mini(frame);
     // The lines sit in consecutive slots when all are there (sorted, unique).
     const std::size_t slot = mini->find(first);
     const std::size_t last_slot = slot + (last - first);
     if (last_slot < mini->header.mini_count && mini->slots[last_slot] == last)
       return mini->data + slot * kCacheLineSize + offset % kCacheLineSize;
-    not_resident();
+    return nullptr;
   }
-
-  [[noreturn, gnu::cold, gnu::noinline]] static void not_resident() { throw NotResident{}; }
 
   [[noreturn]] static void refuse(const char* what) {
     throw std::logic_error(std::string("ResidentReads::") + what + ": a read-only access");

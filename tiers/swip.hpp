@@ -1,6 +1,7 @@
 #pragma once
 // A swip is the 8-byte reference a parent page holds to a child: bit 63 set = unswizzled page
 // id, bit 63 clear = pointer to the child's DRAM frame (user-space pointers stay below 2^47).
+#include <atomic>
 #include <bit>
 #include <cassert>
 #include <cstdint>
@@ -32,6 +33,16 @@ class Swip {
     return std::bit_cast<Frame*>(word_);
   }
   std::uint64_t raw() const { return word_; }
+
+  // A swip in a page that readers beside the buffer manager follow (tiers/resident_reads.hpp)
+  // is read once and atomically, and (un)swizzling stores it atomically.
+  static Swip load(const Swip& where) {
+    return Swip(std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(where.word_))
+                    .load(std::memory_order_acquire));
+  }
+  static void store(Swip& where, Swip value) {
+    std::atomic_ref<std::uint64_t>(where.word_).store(value.word_, std::memory_order_release);
+  }
   bool operator==(const Swip&) const = default;
 
  private:

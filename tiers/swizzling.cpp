@@ -39,13 +39,14 @@ void BufferManager::swizzle(Swip& swip, FrameHeader* child, Guard* parent) {
     ++full->swizzled_children;
   }
   child->set(frame_flag::kSwizzled);
-  swip = Swip::from_frame(child);
+  Swip::store(swip, Swip::from_frame(child));
 }
 
 void BufferManager::unswizzle(FrameHeader* frame) {
   Swip* swip = owning_swip(frame);
   assert(swip->is_swizzled() && swip->frame<FrameHeader>() == frame);
-  *swip = Swip::from_page_id(frame->page_id);  // restores the bytes the page had: not dirty
+  Swip::store(*swip,
+              Swip::from_page_id(frame->page_id));  // restores the bytes the page had: not dirty
   if (!frame->has(frame_flag::kOwnerIsRoot)) --frame->owner.parent->swizzled_children;
   frame->owner.parent = nullptr;
   frame->clear(frame_flag::kSwizzled | frame_flag::kOwnerIsRoot);

@@ -17,15 +17,19 @@ namespace tristore {
 
 namespace {
 
-// Every frame in use, promoted mini pages included (their full frames come on their own).
+// Every frame in use, promoted mini pages included (their full frames come on their own);
+// not frames retired and waiting for readers to leave.
 template <typename Visit>
 void for_each_frame(FramePool& pool, Visit&& visit) {
+  auto visit_held = [&](FrameHeader* frame) {
+    if (!frame->has(frame_flag::kRetired)) visit(frame);
+  };
   for (std::size_t slab = 0; slab < pool.slab_count(); ++slab) {
     if (pool.kind(slab) == FramePool::SlabKind::kFull) {
-      visit(&pool.full_frame(slab)->header);
+      visit_held(&pool.full_frame(slab)->header);
     } else if (pool.kind(slab) == FramePool::SlabKind::kMini) {
       for (std::size_t i = 0; i < FramePool::kMinisPerSlab; ++i)
-        if (pool.minis_in_use(slab) & (1u << i)) visit(&pool.mini_page(slab, i)->header);
+        if (pool.minis_in_use(slab) & (1u << i)) visit_held(&pool.mini_page(slab, i)->header);
     }
   }
 }
@@ -181,6 +185,9 @@ void BufferManager::sync_ssd() {
 }
 
 void BufferManager::flush_all() {
+  // 0. Frames retired by readers' misses go back first (no reader is beside this call).
+  reclaim_retired();
+  assert(retired_.empty());
   // 1. Evict in passes: each pass frees the frames without swizzled children, which unswizzles
   //    their parents for the next pass.
   bool progress = true;

@@ -1,0 +1,76 @@
+#pragma once
+// Who is reading right now, one cache line per thread (common/thread_slot.hpp), so that
+// readers on two cores share no written line. Two users:
+//   - the operation latch (engine/operation_latch.hpp): a writer waits until no slot holds a
+//     reader;
+//   - grace periods (tiers/retired_frames.hpp): memory that readers may still be looking at is
+//     reused only once every reader that was inside when it was unlinked has left.
+// A slot's word counts the readers inside (low bits) and the exits so far (high bits): a slot
+// whose exits moved on has seen its reader leave, even if the thread has entered again since.
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "common/thread_slot.hpp"
+
+namespace tristore {
+
+class ReaderSlots {
+ public:
+  ReaderSlots() = default;
+  ReaderSlots(const ReaderSlots&) = delete;
+  ReaderSlots& operator=(const ReaderSlots&) = delete;
+
+  // enter() is sequentially consistent: a writer or a grace period that looks after it sees
+  // the reader, and the reader sees what was unlinked before the look.
+  void enter() { slots_[thread_slot()].word.fetch_add(1, std::memory_order_seq_cst); }
+  void leave() { slots_[thread_slot()].word.fetch_add(kExit - 1, std::memory_order_release); }
+
+  // Whether any reader is inside (a writer waits for false, slot by slot).
+  bool inside(std::size_t slot) const {
+    return (slots_[slot].word.load(std::memory_order_seq_cst) & kCountMask) != 0;
+  }
+
+  // A picture of who is inside now, to tell later whether they have all left.
+  struct Snapshot {
+    std::array<std::uint64_t, kThreadSlots> words{};
+    std::size_t slots = 0;
+  };
+  Snapshot snapshot() const {
+    // A full barrier first (a locked instruction): what was unlinked before the picture must
+    // be visible to every reader that enters after its slot was read.
+    barrier_.fetch_add(1, std::memory_order_seq_cst);
+    Snapshot picture;
+    picture.slots = thread_slots_in_use();
+    for (std::size_t i = 0; i < picture.slots; ++i)
+      picture.words[i] = slots_[i].word.load(std::memory_order_seq_cst);
+    return picture;
+  }
+  // True once every reader inside at `picture` has left. A slot that several threads share
+  // (more than kThreadSlots threads) proves it only by being empty.
+  bool left_since(const Snapshot& picture) const {
+    const bool shared = thread_slots_shared();
+    for (std::size_t i = 0; i < picture.slots; ++i) {
+      const std::uint64_t then = picture.words[i];
+      if ((then & kCountMask) == 0) continue;
+      const std::uint64_t now = slots_[i].word.load(std::memory_order_acquire);
+      if ((now & kCountMask) == 0) continue;
+      if (shared || (now >> kExitShift) == (then >> kExitShift)) return false;
+    }
+    return true;
+  }
+
+ private:
+  static constexpr unsigned kExitShift = 20;
+  static constexpr std::uint64_t kExit = std::uint64_t{1} << kExitShift;
+  static constexpr std::uint64_t kCountMask = kExit - 1;
+
+  struct alignas(64) Slot {
+    std::atomic<std::uint64_t> word{0};
+  };
+  std::array<Slot, kThreadSlots> slots_;
+  alignas(64) mutable std::atomic<std::uint64_t> barrier_{0};
+};
+
+}  // namespace tristore

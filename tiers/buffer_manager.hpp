@@ -174,6 +174,17 @@ class BufferManager {
   // Error as fix() does.
   struct RetryExclusively {};
   FrameHeader* fix_for_reader(Swip& swip, FrameHeader* parent);
+  // Before a reader waits for the miss latch: the page's NVM lines it is about to load are
+  // fetched into the CPU cache meanwhile, so that readers missing side by side wait for memory
+  // side by side, not in turn. A hint: a frame let go meanwhile fetches harmless bytes.
+  static void prefetch_for_reader(const FrameHeader* frame, std::uint32_t offset,
+                                  std::uint32_t length) {
+    const std::byte* nvm = frame->nvm;
+    if (nvm == nullptr) return;
+    for (std::uint32_t line = offset / kCacheLineSize;
+         line <= (offset + length - 1) / kCacheLineSize; ++line)
+      __builtin_prefetch(nvm + std::size_t{line} * kCacheLineSize);
+  }
   const std::byte* read_for_reader(FrameHeader*& frame, std::uint32_t offset, std::uint32_t length);
   // Whether a fix through `swip` (held in parent_frame; null: a root swip) would swizzle it.
   bool would_swizzle(const Swip& swip, const FrameHeader* child, FrameHeader* parent_frame) const;
@@ -211,6 +222,9 @@ class BufferManager {
   std::byte* make_resident_cold(FrameHeader* frame, std::uint32_t offset, std::uint32_t length);
   std::byte* make_resident_mini(MiniPage* mini, std::uint32_t offset, std::uint32_t length);
   MiniPage* replace_mini(MiniPage* mini);
+  // The lines of `from` and lines [first, last] into `to` (`from` itself, or its copy),
+  // ascending.
+  void sort_lines_with(MiniPage* from, MiniPage* to, std::size_t first, std::size_t last);
   FullFrame* promote(MiniPage* mini);
   void release_promoted(MiniPage* mini);
   class ServingReader;
@@ -379,8 +393,8 @@ inline void BufferManager::mark_dirty(FrameHeader* frame, std::uint32_t offset,
       mark_dirty(&mini->full->header, offset, length);
       return;
     }
-    const std::size_t slot = mini->find(first);
-    assert(slot + (last - first) < mini->header.mini_count && "mark_dirty of non-resident lines");
+    const std::size_t slot = mini->find_run(first, last);
+    assert(slot != MiniPage::kSlots && "mark_dirty of non-resident lines");
     const unsigned lines = (2u << (last - first)) - 1;
     frame->mini_dirty = static_cast<std::uint16_t>(frame->mini_dirty | (lines << slot));
   } else {

@@ -98,20 +98,58 @@ struct alignas(64) FullFrame {
 static_assert(offsetof(FullFrame, data) <= 128, "full frame header must fit two cache lines");
 static_assert(sizeof(FullFrame) == 128 + kPageSize);
 
+// Lines are kept in the order they were loaded, each read's lines in consecutive slots,
+// ascending (find_run): a line appended never moves one already there, so readers beside the
+// miss that appends it (tiers/resident_reads.hpp) read on. They read the count and the slots
+// atomically; the appender writes a line's bytes and slot before the count that shows them.
 struct alignas(64) MiniPage {
   static constexpr std::size_t kSlots = 16;
   FrameHeader header;
-  FullFrame* full = nullptr;        // set once promoted: every access forwards there
-  std::uint8_t slots[kSlots] = {};  // slot -> line id, sorted ascending over [0, mini_count)
+  FullFrame* full = nullptr;         // set once promoted: every access forwards there
+  std::uint64_t slot_words[2] = {};  // slot -> line id, a byte each, over [0, count())
   alignas(64) std::byte data[kSlots * kCacheLineSize];
 
+  std::size_t count() const {
+    return std::atomic_ref<std::uint8_t>(const_cast<std::uint8_t&>(header.mini_count))
+        .load(std::memory_order_acquire);
+  }
+  std::size_t line_at(std::size_t slot) const {
+    return (word(slot / 8) >> (8 * (slot % 8))) & 0xff;
+  }
   // The slot holding `line`, or kSlots: one 16-byte compare, no loop.
   std::size_t find(std::size_t line) const {
-    const __m128i all = _mm_loadu_si128(reinterpret_cast<const __m128i*>(slots));
+    const unsigned used = (1u << count()) - 1;  // first: the slots it shows are written
+    const __m128i all =
+        _mm_set_epi64x(static_cast<long long>(word(1)), static_cast<long long>(word(0)));
     const __m128i hits = _mm_cmpeq_epi8(all, _mm_set1_epi8(static_cast<char>(line)));
-    const unsigned used = (1u << header.mini_count) - 1;
     const unsigned match = static_cast<unsigned>(_mm_movemask_epi8(hits)) & used;
     return match != 0 ? static_cast<std::size_t>(std::countr_zero(match)) : kSlots;
+  }
+  // The slot of `first` when lines [first, last] are all here in consecutive slots, else kSlots.
+  std::size_t find_run(std::size_t first, std::size_t last) const {
+    const std::size_t slot = find(first);
+    if (slot + (last - first) >= count()) return kSlots;
+    for (std::size_t k = 1; k <= last - first; ++k)
+      if (line_at(slot + k) != first + k) return kSlots;
+    return slot;
+  }
+
+  // For the one thread that changes the mini page.
+  void set_line_at(std::size_t slot, std::size_t line) {
+    const std::uint64_t shift = 8 * (slot % 8);
+    const std::uint64_t value =
+        (word(slot / 8) & ~(std::uint64_t{0xff} << shift)) | (std::uint64_t{line} << shift);
+    std::atomic_ref<std::uint64_t>(slot_words[slot / 8]).store(value, std::memory_order_release);
+  }
+  void set_count(std::size_t count) {
+    std::atomic_ref<std::uint8_t>(header.mini_count)
+        .store(static_cast<std::uint8_t>(count), std::memory_order_release);
+  }
+
+ private:
+  std::uint64_t word(std::size_t i) const {
+    return std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(slot_words[i]))
+        .load(std::memory_order_relaxed);
   }
 };
 static_assert(offsetof(MiniPage, data) == 64, "mini page header must fit one cache line");

@@ -79,10 +79,8 @@ std::byte* BufferManager::make_resident_cold(FrameHeader* frame, std::uint32_t o
   const std::size_t last = (offset + length - 1) / kCacheLineSize;
   if (!frame->is_mini()) return load_full_lines(as_full(frame), first, last) + offset;
   MiniPage* mini = as_mini(frame);
-  const std::size_t slot = mini->find(first);
-  const std::size_t last_slot = slot + (last - first);  // lines are sorted and unique
-  if (last_slot < mini->header.mini_count && mini->slots[last_slot] == last &&
-      mini->full == nullptr)
+  const std::size_t slot = mini->find_run(first, last);
+  if (slot != MiniPage::kSlots && mini->full == nullptr)
     return mini->data + slot * kCacheLineSize + offset % kCacheLineSize;
   return make_resident_mini(mini, offset, length);
 }
@@ -93,56 +91,79 @@ std::byte* BufferManager::make_resident_mini(MiniPage* mini, std::uint32_t offse
   const std::size_t first = offset / kCacheLineSize;
   const std::size_t last = (offset + length - 1) / kCacheLineSize;
   // 1. Too many lines for the 16 slots: promote, then serve from the full frame.
-  const std::size_t count = mini->header.mini_count;
-  std::array<std::uint8_t, MiniPage::kSlots + 1> missing;
-  std::size_t missing_count = 0;
-  for (std::size_t line = first; line <= last && count + missing_count <= MiniPage::kSlots; ++line)
-    if (mini->find(line) == MiniPage::kSlots)
-      missing[missing_count++] = static_cast<std::uint8_t>(line);
-  if (count + missing_count > MiniPage::kSlots)
+  const std::size_t count = mini->count();
+  std::size_t missing = 0;
+  for (std::size_t line = first; line <= last && count + missing <= MiniPage::kSlots; ++line)
+    missing += mini->find(line) == MiniPage::kSlots;
+  if (count + missing > MiniPage::kSlots)
     return make_resident(&promote(mini)->header, offset, length);
-  // 2. Readers beside this one may be reading the mini page: a larger copy replaces it, so
-  //    that no line they see moves. Alone, the lines are added in place.
-  MiniPage* target = sharing_ ? replace_mini(mini) : mini;
-  // 3. Merge the missing lines into the sorted slots from the back, so that every resident
-  //    line moves up before its place is overwritten; then load the new lines.
-  const std::size_t new_count = count + missing_count;
-  if (target == mini)
-    unpoison_bytes(mini->data + count * kCacheLineSize, missing_count * kCacheLineSize);
-  else
-    unpoison_bytes(target->data, new_count * kCacheLineSize);
-  std::uint16_t dirty = 0;
-  std::ptrdiff_t old_slot = static_cast<std::ptrdiff_t>(count) - 1;
-  std::ptrdiff_t next_missing = static_cast<std::ptrdiff_t>(missing_count) - 1;
-  for (std::size_t slot = new_count; slot-- > 0;) {
-    const bool take_old =
-        next_missing < 0 || (old_slot >= 0 && mini->slots[old_slot] > missing[next_missing]);
-    if (take_old) {
-      if (target != mini || static_cast<std::size_t>(old_slot) != slot) {
-        std::memcpy(target->data + slot * kCacheLineSize, mini->data + old_slot * kCacheLineSize,
-                    kCacheLineSize);
-        target->slots[slot] = mini->slots[old_slot];
-      }
-      if (mini->header.mini_dirty & (1u << old_slot))
-        dirty = static_cast<std::uint16_t>(dirty | (1u << slot));
-      --old_slot;
-    } else {
-      target->slots[slot] = missing[next_missing--];
-      nvm_device_->read(target->data + slot * kCacheLineSize,
-                        target->header.nvm + std::size_t{target->slots[slot]} * kCacheLineSize,
-                        kCacheLineSize);
-    }
+  // 2. None of the read's lines here: they are appended in order, after the lines readers may
+  //    be reading, which stay where they are. Bytes and slots first, then the count.
+  if (missing == last - first + 1) {
+    std::byte* bytes = mini->data + count * kCacheLineSize;
+    unpoison_bytes(bytes, missing * kCacheLineSize);
+    nvm_device_->read(bytes, mini->header.nvm + first * kCacheLineSize, missing * kCacheLineSize);
+    for (std::size_t line = first; line <= last; ++line)
+      mini->set_line_at(count + (line - first), line);
+    mini->set_count(count + missing);
+    return bytes + offset % kCacheLineSize;
   }
-  target->header.mini_count = static_cast<std::uint8_t>(new_count);
-  target->header.mini_dirty = dirty;
+  // 3. Some here, not all in a run: the lines are put in order, in a copy that replaces the
+  //    mini page while readers may be beside (no line they see moves), else in place.
+  MiniPage* target = sharing_ ? replace_mini(mini) : mini;
+  sort_lines_with(mini, target, first, last);
   // 4. The copy becomes the page's frame: the page table and the owning swip lead to it.
   if (target != mini) {
     page_table_.insert_or_assign(mini->header.page_id, &target->header);
     if (target->header.has(frame_flag::kSwizzled))
       Swip::store(*owning_swip(&target->header), Swip::from_frame(&target->header));
   }
-  const std::size_t slot = target->find(first);
+  const std::size_t slot = target->find_run(first, last);
+  assert(slot != MiniPage::kSlots);
   return target->data + slot * kCacheLineSize + offset % kCacheLineSize;
+}
+
+void BufferManager::sort_lines_with(MiniPage* from, MiniPage* to, std::size_t first,
+                                    std::size_t last) {
+  // 1. Every line the mini page has, with [first, last], in ascending order (16 at most).
+  struct Line {
+    std::uint8_t line;
+    std::uint8_t slot;  // in `from`, or kSlots: to be loaded
+  };
+  std::array<Line, MiniPage::kSlots> lines;
+  std::size_t count = 0;
+  for (std::size_t slot = 0; slot < from->count(); ++slot)
+    lines[count++] = {static_cast<std::uint8_t>(from->line_at(slot)),
+                      static_cast<std::uint8_t>(slot)};
+  for (std::size_t line = first; line <= last; ++line)
+    if (from->find(line) == MiniPage::kSlots)
+      lines[count++] = {static_cast<std::uint8_t>(line), MiniPage::kSlots};
+  std::sort(lines.begin(), lines.begin() + static_cast<std::ptrdiff_t>(count),
+            [](const Line& a, const Line& b) { return a.line < b.line; });
+  // 2. In place, the resident lines are copied out first.
+  alignas(64) std::array<std::byte, MiniPage::kSlots * kCacheLineSize> saved;
+  const std::byte* source = from->data;
+  if (to == from) {
+    std::memcpy(saved.data(), from->data, from->count() * kCacheLineSize);
+    source = saved.data();
+  }
+  unpoison_bytes(to->data, count * kCacheLineSize);
+  // 3. Each line into its slot, with its dirty bit; the missing ones from NVM.
+  std::uint16_t dirty = 0;
+  for (std::size_t slot = 0; slot < count; ++slot) {
+    std::byte* bytes = to->data + slot * kCacheLineSize;
+    if (lines[slot].slot == MiniPage::kSlots) {
+      nvm_device_->read(bytes, to->header.nvm + std::size_t{lines[slot].line} * kCacheLineSize,
+                        kCacheLineSize);
+    } else {
+      std::memcpy(bytes, source + std::size_t{lines[slot].slot} * kCacheLineSize, kCacheLineSize);
+      if (from->header.mini_dirty & (1u << lines[slot].slot))
+        dirty = static_cast<std::uint16_t>(dirty | (1u << slot));
+    }
+    to->set_line_at(slot, lines[slot].line);
+  }
+  to->header.mini_dirty = dirty;
+  to->set_count(count);
 }
 
 MiniPage* BufferManager::replace_mini(MiniPage* mini) {
@@ -177,8 +198,8 @@ FullFrame* BufferManager::promote(MiniPage* mini) {
   full->header.page_id = from.page_id;
   full->header.nvm = from.nvm;
   // 2. Copy the resident lines with their dirty bits.
-  for (std::size_t slot = 0; slot < from.mini_count; ++slot) {
-    const std::size_t line = mini->slots[slot];
+  for (std::size_t slot = 0; slot < mini->count(); ++slot) {
+    const std::size_t line = mini->line_at(slot);
     unpoison_bytes(full->data + line * kCacheLineSize, kCacheLineSize);
     std::memcpy(full->data + line * kCacheLineSize, mini->data + slot * kCacheLineSize,
                 kCacheLineSize);

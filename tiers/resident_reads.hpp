@@ -57,6 +57,7 @@ class ResidentReads {
 
     [[gnu::noinline]] const std::byte* read_cold(std::uint32_t offset, std::uint32_t length) const {
       if (const std::byte* bytes = resident_bytes(frame_, offset, length)) return bytes;
+      BufferManager::prefetch_for_reader(frame_, offset, length);
       return manager_->read_for_reader(frame_, offset, length);
     }
 
@@ -110,12 +111,9 @@ class ResidentReads {
     if (const FullFrame* full = holding_full_frame(frame))
       return full->is_resident(first, last) ? full->data + offset : nullptr;
     const MiniPage* mini = as_mini(frame);
-    // The lines sit in consecutive slots when all are there (sorted, unique).
-    const std::size_t slot = mini->find(first);
-    const std::size_t last_slot = slot + (last - first);
-    if (last_slot < mini->header.mini_count && mini->slots[last_slot] == last)
-      return mini->data + slot * kCacheLineSize + offset % kCacheLineSize;
-    return nullptr;
+    const std::size_t slot = mini->find_run(first, last);
+    if (slot == MiniPage::kSlots) return nullptr;
+    return mini->data + slot * kCacheLineSize + offset % kCacheLineSize;
   }
 
   [[noreturn]] static void refuse(const char* what) {

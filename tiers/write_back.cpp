@@ -40,8 +40,9 @@ Lsn BufferManager::write_back_lsn(FrameHeader* frame) const {
   constexpr Lsn kUnknown = ~Lsn{0};
   if (frame->is_mini()) {
     const MiniPage* mini = as_mini(frame);
-    if (frame->mini_count == 0 || mini->slots[0] != 0) return kUnknown;
-    return page_lsn(mini->data);
+    const std::size_t slot = mini->find(0);
+    if (slot == MiniPage::kSlots) return kUnknown;
+    return page_lsn(mini->data + slot * kCacheLineSize);
   }
   const FullFrame* full = as_full(frame);
   return full->is_resident(0, 0) ? page_lsn(full->data) : kUnknown;
@@ -68,10 +69,16 @@ bool BufferManager::persist_dirty_lines(FrameHeader* frame, std::span<const Swiz
     }
   };
   if (frame->is_mini()) {
+    // In line order (the slots are in load order): line 0, which carries the LSN, first.
     const MiniPage* mini = as_mini(frame);
-    for (std::size_t i = 0; i < frame->mini_count; ++i)
-      if (frame->mini_dirty & (1u << i))
-        add_lines(mini->data + i * kCacheLineSize, mini->slots[i], 1);
+    std::array<std::uint8_t, MiniPage::kSlots> dirty_slots;
+    std::size_t dirty = 0;
+    for (std::size_t i = 0; i < mini->count(); ++i)
+      if (frame->mini_dirty & (1u << i)) dirty_slots[dirty++] = static_cast<std::uint8_t>(i);
+    std::sort(dirty_slots.begin(), dirty_slots.begin() + static_cast<std::ptrdiff_t>(dirty),
+              [&](std::uint8_t a, std::uint8_t b) { return mini->line_at(a) < mini->line_at(b); });
+    for (std::size_t i = 0; i < dirty; ++i)
+      add_lines(mini->data + dirty_slots[i] * kCacheLineSize, mini->line_at(dirty_slots[i]), 1);
   } else {
     const FullFrame* full = as_full(frame);
     if (full->dirty_all) {

@@ -14,7 +14,9 @@ namespace tristore {
 class BufferManager::ServingReader {
  public:
   explicit ServingReader(BufferManager& manager) : manager_(manager) {
-    for (unsigned spins = 0; manager_.miss_latch_.exchange(true, std::memory_order_acquire);
+    // Test, then test-and-set: waiters read the line rather than take it from the holder.
+    for (unsigned spins = 0; manager_.miss_latch_.load(std::memory_order_relaxed) ||
+                             manager_.miss_latch_.exchange(true, std::memory_order_acquire);
          ++spins) {
       if (spins < 64)
         _mm_pause();

@@ -81,17 +81,20 @@ TEST(TiersResidentReads, ServesMissesAndNeverMovesALineAReaderHolds) {
   const std::byte* lines_3_4 = page.read(3 * 64 + 10, 100);
   for (std::size_t i = 0; i < 100; ++i) ASSERT_EQ(lines_3_4[i], pattern(3 * 64 + 10 + i));
   const Counters after_first = bm.counters();
-  EXPECT_EQ(after_first.reader_misses, 2u) << "the page, then its lines";
+  EXPECT_EQ(after_first.reader_misses, 1u) << "the page, under the miss latch";
+  EXPECT_EQ(after_first.reader_appends, 1u) << "its lines, appended beside";
 
   // Line 1 sorts before 3 and 4 but is appended after them: nothing moves, nothing copied.
   EXPECT_EQ(*page.read(64 + 1, 1), pattern(64 + 1));
   EXPECT_EQ(bm.counters().mini_page_copies, 0u);
+  EXPECT_EQ(bm.counters().reader_appends, 2u);
   EXPECT_EQ(bm.counters().nvm_lines_read - after_first.nvm_lines_read, 1u) << "line 1 only";
   // Lines 4 and 5, with 4 here but not followed by 5: sorted into a copy that replaces the
   // mini page; the bytes the reader holds stay where they are, intact.
   const std::byte* lines_4_5 = page.read(4 * 64 + 60, 8);
   for (std::size_t i = 0; i < 8; ++i) ASSERT_EQ(lines_4_5[i], pattern(4 * 64 + 60 + i));
   EXPECT_EQ(bm.counters().mini_page_copies, 1u);
+  EXPECT_EQ(bm.counters().reader_misses, 2u) << "a copy: under the miss latch";
   for (std::size_t i = 0; i < 100; ++i) ASSERT_EQ(lines_3_4[i], pattern(3 * 64 + 10 + i));
   EXPECT_EQ(bm.counters().nvm_lines_read - after_first.nvm_lines_read, 2u) << "and line 5";
 
@@ -198,6 +201,37 @@ TEST(TiersResidentReads, FramesLetGoWaitForTheReadersInside) {
     ASSERT_EQ(*reads.fix(roots[q], nullptr).read(8000, 1), pattern(8000, q)) << q;
   }
   EXPECT_EQ(bm.counters().reader_retries, 1u);
+}
+
+// Lines are appended beside other readers only to the page's own frame: a reader holding a
+// frame let go meanwhile (its NVM slot may hold another page by now) has its read served under
+// the miss latch, from the page's frame.
+TEST(TiersResidentReads, AFrameLetGoGetsNoAppend) {
+  TestTiers tiers("resident-append-let-go", 128, 256);
+  BufferManager bm(three_tier(tiers, true, /*slabs=*/4));
+  ReaderSlots slots;
+  bm.share_with(&slots);
+  const std::vector<Swip> pages = pages_in_nvm(bm, 100);
+  std::vector<Swip> roots = pages;
+  const Inside inside(slots);
+  ResidentReads reads(bm);
+  ResidentReads::Guard held = reads.fix(roots[0], nullptr);
+  EXPECT_EQ(*held.read(64, 1), pattern(64, 0));
+  // Read other pages until page 0 is evicted (its frame stays: this reader is inside).
+  for (std::size_t p = 1; p < pages.size(); ++p) {
+    if (bm.location(pages[0].page_id()) != BufferManager::Location::kDramMini) break;
+    try {
+      EXPECT_EQ(*reads.fix(roots[p], nullptr).read(64, 1), pattern(64, p));
+    } catch (const ResidentReads::NotResident&) {
+      break;
+    }
+  }
+  ASSERT_EQ(bm.location(pages[0].page_id()), BufferManager::Location::kNvm);
+  const Counters before = bm.counters();
+  EXPECT_EQ(*held.read(5000, 1), pattern(5000, 0));
+  EXPECT_EQ(bm.counters().reader_appends, before.reader_appends);
+  EXPECT_EQ(bm.counters().reader_misses, before.reader_misses + 1);
+  EXPECT_NE(bm.location(pages[0].page_id()), BufferManager::Location::kNvm) << "loaded anew";
 }
 
 TEST(TiersRetiredFrames, AFrameComesBackOnlyAfterEveryReaderInsideHasLeft) {
@@ -332,12 +366,15 @@ TEST(TiersResidentReads, ThreadsMissingBesideEachOtherReadTheRightBytes) {
   EXPECT_GT(counters.reader_misses, 1000u);
   EXPECT_GT(counters.dram_evictions, 100u);
   EXPECT_GT(counters.mini_page_copies, 20u);
+  EXPECT_GT(counters.reader_appends, 1000u);
   EXPECT_GT(counters.mini_page_promotions, 10u);
-  std::printf("misses %llu, retried %d, evictions %llu, copies %llu, promotions %llu\n",
-              static_cast<unsigned long long>(counters.reader_misses), retries,
-              static_cast<unsigned long long>(counters.dram_evictions),
-              static_cast<unsigned long long>(counters.mini_page_copies),
-              static_cast<unsigned long long>(counters.mini_page_promotions));
+  std::printf(
+      "appends %llu, misses %llu, retried %d, evictions %llu, copies %llu, promotions %llu\n",
+      static_cast<unsigned long long>(counters.reader_appends),
+      static_cast<unsigned long long>(counters.reader_misses), retries,
+      static_cast<unsigned long long>(counters.dram_evictions),
+      static_cast<unsigned long long>(counters.mini_page_copies),
+      static_cast<unsigned long long>(counters.mini_page_promotions));
   bm.flush_all();
 }
 

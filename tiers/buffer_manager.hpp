@@ -174,6 +174,11 @@ class BufferManager {
   // Error as fix() does.
   struct RetryExclusively {};
   FrameHeader* fix_for_reader(Swip& swip, FrameHeader* parent);
+  // Lines missing from a page's DRAM frame, appended without the miss latch, beside other
+  // such appends to other frames: null where the miss latch is needed (the lines do not
+  // simply append, the frame has been let go, the NVM device charges read latency).
+  const std::byte* append_for_reader(FrameHeader* frame, std::uint32_t offset,
+                                     std::uint32_t length);
   // Before a reader waits for the miss latch: the page's NVM lines it is about to load are
   // fetched into the CPU cache meanwhile, so that readers missing side by side wait for memory
   // side by side, not in turn. A hint: a frame let go meanwhile fetches harmless bytes.
@@ -292,7 +297,8 @@ class BufferManager {
   // Readers beside the manager (see Threads above).
   const ReaderSlots* readers_ = nullptr;
   std::atomic<bool> miss_latch_{false};
-  bool sharing_ = false;  // a miss is served: readers may be beside it
+  bool sharing_ = false;         // a miss is served: readers may be beside it
+  bool appends_beside_ = false;  // append_for_reader may run (set at construction)
   RetiredFrames retired_;
 
   Counters counters_;
@@ -301,6 +307,8 @@ class BufferManager {
   struct alignas(64) ThreadReads {
     std::atomic<std::uint64_t> swizzled_hits{0};
     std::atomic<std::uint64_t> page_table_lookups{0};
+    std::atomic<std::uint64_t> nvm_lines_appended{0};  // by append_for_reader
+    std::atomic<std::uint64_t> appends{0};
   };
   std::array<ThreadReads, kThreadSlots> thread_reads_;
 };

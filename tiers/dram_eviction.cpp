@@ -116,7 +116,7 @@ void BufferManager::evict(FrameHeader* frame) {
     evict_unbacked(as_full(frame));
   // 3. Free the frame (after a grace period, if readers may be looking at it).
   ++counters_.dram_evictions;
-  frame->bump_version();
+  frame->bump_version_keeping_latch();
   release_frame(frame);
 }
 

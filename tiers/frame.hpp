@@ -31,8 +31,9 @@ inline constexpr std::uint8_t kRetired = 64;     // let go, back to the pool aft
 
 struct FrameHeader {
   // Version-latch word (vmcache style): bits 0..55 version, bumped whenever the page changes
-  // or leaves the frame; bits 56..63 the latch state (kept 0: single-threaded guards today).
-  // Optimistic readers will validate against the version without a redesign.
+  // or leaves the frame; bit 63 the append latch: one thread at a time adds lines to the frame
+  // while readers share the database latch (tiers/reader_misses.cpp). Optimistic readers will
+  // validate against the version without a redesign.
   std::atomic<std::uint64_t> version{0};
   PageId page_id = kInvalidPageId;
   std::byte* nvm = nullptr;  // the NVM slot backing this page; null: not NVM-backed
@@ -66,9 +67,22 @@ struct FrameHeader {
     if (!has(frame_flag::kReferenced))
       flags.fetch_or(frame_flag::kReferenced, std::memory_order_relaxed);
   }
+  // A change by the exclusive latch's holder: nothing else touches the word.
   void bump_version() {
     version.store(version.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   }
+  // A frame let go while an appender may hold the append latch: keeps its bit.
+  void bump_version_keeping_latch() { version.fetch_add(1, std::memory_order_release); }
+
+  static constexpr std::uint64_t kAppendLatch = std::uint64_t{1} << 63;
+  bool try_latch_appends() {
+    return (version.fetch_or(kAppendLatch, std::memory_order_acquire) & kAppendLatch) == 0;
+  }
+  void latch_appends() {
+    while (!try_latch_appends())
+      while ((version.load(std::memory_order_relaxed) & kAppendLatch) != 0) _mm_pause();
+  }
+  void unlatch_appends() { version.fetch_and(~kAppendLatch, std::memory_order_release); }
 };
 static_assert(sizeof(FrameHeader) == 40);
 

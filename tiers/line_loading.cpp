@@ -95,8 +95,15 @@ std::byte* BufferManager::make_resident_mini(MiniPage* mini, std::uint32_t offse
   std::size_t missing = 0;
   for (std::size_t line = first; line <= last && count + missing <= MiniPage::kSlots; ++line)
     missing += mini->find(line) == MiniPage::kSlots;
-  if (count + missing > MiniPage::kSlots)
-    return make_resident(&promote(mini)->header, offset, length);
+  if (count + missing > MiniPage::kSlots) {
+    FullFrame* full = promote(mini);
+    if (!sharing_) return make_resident(&full->header, offset, length);
+    // Published: readers beside may append to it already.
+    full->header.latch_appends();
+    std::byte* bytes = make_resident(&full->header, offset, length);  // no allocation: no throw
+    full->header.unlatch_appends();
+    return bytes;
+  }
   // 2. None of the read's lines here: they are appended in order, after the lines readers may
   //    be reading, which stay where they are. Bytes and slots first, then the count.
   if (missing == last - first + 1) {
@@ -185,7 +192,7 @@ MiniPage* BufferManager::replace_mini(MiniPage* mini) {
   }
   to.set(frame_flag::kReferenced);
   from.set(frame_flag::kReplaced);
-  from.bump_version();
+  from.bump_version_keeping_latch();
   ++counters_.mini_page_copies;
   return copy;
 }
@@ -221,7 +228,7 @@ FullFrame* BufferManager::promote(MiniPage* mini) {
   full->header.set(frame_flag::kReferenced);
   std::atomic_ref<FullFrame*>(mini->full).store(full, std::memory_order_release);
   from.set(frame_flag::kPromoted);
-  from.bump_version();
+  from.bump_version_keeping_latch();
   ++counters_.mini_page_promotions;
   return full;
 }

@@ -1,10 +1,16 @@
 // BufferManager (tiers/buffer_manager.hpp): misses of readers that hold the database latch
-// shared (tiers/resident_reads.hpp), served one at a time while the other readers go on.
-#include <thread>
-
+// shared (tiers/resident_reads.hpp). Lines that simply append to a frame are copied in beside
+// other readers and other appends (one append per frame at a time); every other miss is
+// served one at a time, under the miss latch, while the other readers go on.
 #include <emmintrin.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <thread>
+
 #include "tiers/buffer_manager.hpp"
+#include "tiers/poison.hpp"
 
 namespace tristore {
 
@@ -81,10 +87,18 @@ const std::byte* BufferManager::read_for_reader(FrameHeader*& frame, std::uint32
     }
     // 2. Its lines, loaded if missing; a mini page may give way to a copy or a full frame,
     //    which the page table then names.
+    //    No append beside this one on the same frame.
     const std::byte* bytes;
     {
       Guard guard = pin(current);
-      bytes = make_resident(current, offset, length);
+      current->latch_appends();
+      try {
+        bytes = make_resident(current, offset, length);
+      } catch (...) {
+        current->unlatch_appends();
+        throw;
+      }
+      current->unlatch_appends();
     }
     frame = static_cast<FrameHeader*>(*page_table_.find(page_id));
     return bytes;
@@ -92,6 +106,75 @@ const std::byte* BufferManager::read_for_reader(FrameHeader*& frame, std::uint32
     ++counters_.reader_retries;
     throw;
   }
+}
+
+const std::byte* BufferManager::append_for_reader(FrameHeader* frame, std::uint32_t offset,
+                                                  std::uint32_t length) {
+  constexpr std::uint8_t kLetGo =
+      frame_flag::kPromoted | frame_flag::kReplaced | frame_flag::kRetired;
+  if (!appends_beside_ || frame->nvm == nullptr || frame->has(kLetGo)) return nullptr;
+  if (!frame->try_latch_appends()) return nullptr;  // another append to it: take turns there
+  const std::size_t first = offset / kCacheLineSize;
+  const std::size_t last = (offset + length - 1) / kCacheLineSize;
+  const std::byte* bytes = nullptr;
+  std::size_t loaded = 0;
+  // 1. Copy the lines in where readers do not look yet: past a mini page's count (only when
+  //    none of them is there: a run of their own), or into a full frame's non-resident lines.
+  MiniPage* mini = frame->is_mini() ? as_mini(frame) : nullptr;
+  FullFrame* full = mini == nullptr ? as_full(frame) : nullptr;
+  std::size_t count = 0;
+  if (mini != nullptr) {
+    count = mini->count();
+    bool none_here = count + (last - first + 1) <= MiniPage::kSlots;
+    for (std::size_t line = first; line <= last && none_here; ++line)
+      none_here = mini->find(line) == MiniPage::kSlots;
+    if (none_here) {
+      std::byte* target = mini->data + count * kCacheLineSize;
+      loaded = last - first + 1;
+      unpoison_bytes(target, loaded * kCacheLineSize);
+      std::memcpy(target, frame->nvm + first * kCacheLineSize, loaded * kCacheLineSize);
+      for (std::size_t line = first; line <= last; ++line)
+        mini->set_line_at(count + (line - first), line);
+      bytes = target + offset % kCacheLineSize;
+    }
+  } else {
+    for (std::size_t line = full->resident.next_clear(first); line <= last;) {
+      const std::size_t run = std::min(full->resident.next_set(line), last + 1) - line;
+      assert(run >= 1 && line + run <= kLinesPerPage);
+      const std::size_t bytes_in_run = std::min(run, kLinesPerPage - line) * kCacheLineSize;
+      unpoison_bytes(full->data + line * kCacheLineSize, bytes_in_run);
+      std::memcpy(full->data + line * kCacheLineSize, frame->nvm + line * kCacheLineSize,
+                  bytes_in_run);
+      loaded += run;
+      line += run;
+      line = line < kLinesPerPage ? full->resident.next_clear(line) : kLinesPerPage;
+    }
+    bytes = full->data + offset;
+  }
+  // 2. The frame must still be the page's after the copy: then its NVM slot held this page all
+  //    along (a slot is not evicted while its page is in DRAM). A frame let go meanwhile (its
+  //    slot may since hold another page) gets nothing: the miss latch serves the read.
+  //    (x86 keeps the copy's loads before the page table's; the compiler is told so.)
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  if (bytes == nullptr || frame_in_dram(frame->page_id) != frame) {
+    frame->unlatch_appends();
+    return nullptr;
+  }
+  // 3. Show the lines: the count, or the resident bits, after the bytes.
+  if (mini != nullptr) {
+    mini->set_count(count + loaded);
+  } else {
+    full->resident.set(first, last);
+    if (full->resident.full()) full->mark_all_resident();
+  }
+  frame->unlatch_appends();
+  ThreadReads& mine = thread_reads_[thread_slot()];
+  auto add = [](std::atomic<std::uint64_t>& counter, std::uint64_t n) {
+    counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  };
+  add(mine.nvm_lines_appended, loaded);
+  add(mine.appends, 1);
+  return bytes;
 }
 
 }  // namespace tristore

@@ -57,6 +57,8 @@ class ResidentReads {
 
     [[gnu::noinline]] const std::byte* read_cold(std::uint32_t offset, std::uint32_t length) const {
       if (const std::byte* bytes = resident_bytes(frame_, offset, length)) return bytes;
+      if (const std::byte* bytes = manager_->append_for_reader(frame_, offset, length))
+        return bytes;
       BufferManager::prefetch_for_reader(frame_, offset, length);
       return manager_->read_for_reader(frame_, offset, length);
     }

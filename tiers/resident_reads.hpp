@@ -45,7 +45,10 @@ class ResidentReads {
             [[likely]]
           return full->data + offset;
       }
-      return read_cold(offset, length);
+      // By value, not through `this`: the guard stays in registers on the hot path.
+      const Served served = read_cold(manager_, frame_, offset, length);
+      frame_ = served.frame;
+      return served.bytes;
     }
     std::byte* whole_page() const { return const_cast<std::byte*>(read(0, kPageSize)); }
     [[noreturn]] std::byte* write(std::uint32_t, std::uint32_t) const { refuse("write"); }
@@ -55,12 +58,19 @@ class ResidentReads {
     friend class ResidentReads;
     Guard(BufferManager* manager, FrameHeader* frame) : manager_(manager), frame_(frame) {}
 
-    [[gnu::noinline]] const std::byte* read_cold(std::uint32_t offset, std::uint32_t length) const {
-      if (const std::byte* bytes = resident_bytes(frame_, offset, length)) return bytes;
-      if (const std::byte* bytes = manager_->append_for_reader(frame_, offset, length))
-        return bytes;
-      BufferManager::prefetch_for_reader(frame_, offset, length);
-      return manager_->read_for_reader(frame_, offset, length);
+    // The bytes, and the frame the reader follows from now on.
+    struct Served {
+      const std::byte* bytes;
+      FrameHeader* frame;
+    };
+    [[gnu::noinline]] static Served read_cold(BufferManager* manager, FrameHeader* frame,
+                                              std::uint32_t offset, std::uint32_t length) {
+      if (const std::byte* bytes = resident_bytes(frame, offset, length)) return {bytes, frame};
+      if (const std::byte* bytes = manager->append_for_reader(frame, offset, length))
+        return {bytes, frame};
+      BufferManager::prefetch_for_reader(frame, offset, length);
+      const std::byte* bytes = manager->read_for_reader(frame, offset, length);
+      return {bytes, frame};
     }
 
     BufferManager* manager_ = nullptr;

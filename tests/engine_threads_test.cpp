@@ -315,6 +315,44 @@ TEST_P(Threads, ReadersBesideWritersInDramSeeWholeRowsAndNeverGoBack) {
   });
 }
 
+// Readers alone over a table far beyond DRAM (1 MiB for ~3 MiB of rows): every read's misses
+// are served beside the other readers (appends, the miss latch, evictions, frames retired
+// until the readers inside leave), and every row read is the row written.
+TEST_P(Threads, ReadersBeyondDramMissSideBySideAndReadEveryRowRight) {
+  const std::uint64_t seed = testing_support::test_seed();
+  constexpr std::uint64_t kKeys = 20000;
+  constexpr unsigned kReaders = 6;
+  // ssd-bm's misses read whole pages from SSD, one at a time: fewer of them.
+  const int reads = GetParam() == Architecture::kSsdBm ? 300 : 4000;
+  auto db = open();
+  auto rows = db->create_table<std::uint64_t, Row>("rows");
+  rows.bulk_load(kKeys, [](std::size_t n, std::uint64_t& key, Row& row) {
+    key = n;
+    row = make_row(key, 7);
+  });
+  db->checkpoint();
+  const Counters before = db->counters();
+  on_threads(kReaders, [&](unsigned t) {
+    std::mt19937_64 random(seed * 7919 + t);
+    for (int i = 0; i < reads; ++i) {
+      const std::uint64_t key = random() % kKeys;
+      Row row;
+      if (!rows.get(key, row)) throw Error(fmt::format("reader {}: key {} vanished", t, key));
+      if (row.key != key || row.version != 7 || row.filler[0] != key * 31 + 7 ||
+          row.filler[13] != key * 31 + 7)
+        throw Error(fmt::format("reader {}: key {} read wrong (seed {})", t, key, seed));
+    }
+  });
+  const Counters during = db->counters() - before;
+  if (GetParam() != Architecture::kMainMemory && GetParam() != Architecture::kNvmDirect) {
+    EXPECT_GT(during.reader_misses, 100u);
+    EXPECT_GT(during.dram_evictions, 100u);
+  }
+  if (GetParam() == Architecture::kThreeTier) {
+    EXPECT_GT(during.reader_appends, 100u);
+  }
+}
+
 // A scan's visit function may read the database (the latch is held once more) but not change
 // it: that would wait for itself, or change what the scan is reading. It gets an Error, and
 // the database stays usable.

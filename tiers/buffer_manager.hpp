@@ -33,12 +33,13 @@
 // Threads: the database's operation latch (engine/operation_latch.hpp) serialises every call
 // that changes pages. Reads outside transactions hold it shared and go through ResidentReads
 // (tiers/resident_reads.hpp) beside each other: what is in DRAM they read without the buffer
-// manager; a missing page or line is served here (fix_for_reader, read_for_reader), one miss
-// at a time under the miss latch, while the other readers go on. Nothing a reader may be
-// looking at is changed or reused under it: lines are only added to a full frame, a mini page
-// that needs more lines is replaced by a larger copy, and frames let go (evicted, replaced,
-// promoted) go back to the pool only once the readers inside then have left
-// (tiers/retired_frames.hpp).
+// manager. Their misses are served here (tiers/reader_misses.cpp): lines that append to a
+// page's frame beside each other (append_for_reader), anything else one miss at a time under
+// the miss latch (fix_for_reader, read_for_reader), while the other readers go on. Nothing a
+// reader may be looking at is changed or reused under it: lines are only added (a mini page
+// keeps them in load order; one whose lines must be sorted is replaced by a sorted copy), and
+// frames let go (evicted, replaced, promoted) go back to the pool only once the readers inside
+// then have left (tiers/retired_frames.hpp).
 #include <array>
 #include <atomic>
 #include <cassert>
@@ -294,11 +295,12 @@ class BufferManager {
   std::size_t nvm_reserved_slots_ = 0;  // free slots an eviction round left for admissions
   std::vector<SlotId> nvm_victims_;     // reused by evict_nvm_pages
 
-  // Readers beside the manager (see Threads above).
+  // Readers beside the manager (see Threads above). The miss latch has a cache line of its
+  // own: appends beside it read the fields around it.
   const ReaderSlots* readers_ = nullptr;
-  std::atomic<bool> miss_latch_{false};
-  bool sharing_ = false;         // a miss is served: readers may be beside it
   bool appends_beside_ = false;  // append_for_reader may run (set at construction)
+  alignas(64) std::atomic<bool> miss_latch_{false};
+  alignas(64) bool sharing_ = false;  // a miss is served: readers may be beside it
   RetiredFrames retired_;
 
   Counters counters_;

@@ -2,21 +2,23 @@
 // slabs of frames; paper Figure 6, transitions 3 to 5).
 #include "tiers/buffer_manager.hpp"
 
+#include <algorithm>
+
 #include "common/error.hpp"
 
 namespace tristore {
 
-// How many frames a miss beside readers evicts at once, for the misses that follow it, and
-// below how many free slabs it does.
+// Beside readers, evicted frames come back only after a grace period, which a reader that
+// lost its core stretches. So while few slabs are free, a miss evicts a batch ahead for the
+// misses to come, keeping up to kFramesInFlight (at most an eighth of the pool, at least one
+// batch) retired.
 constexpr std::size_t kEvictionsAhead = 16;
 constexpr std::size_t kFreeSlabsKept = 2;
+constexpr std::size_t kFramesInFlight = 256;
 
 template <typename Frame, typename TryAllocate>
 Frame* BufferManager::allocate(Need need, TryAllocate&& try_allocate) {
-  // Beside readers, evicted frames come back only after a grace period: while few slabs are
-  // free, evict ahead, so that the misses to come find frames whose grace has passed.
-  if (sharing_ && pool_.free_slabs() <= kFreeSlabsKept && retired_.size() < kEvictionsAhead)
-    evict_ahead(need);
+  if (sharing_ && pool_.free_slabs() <= kFreeSlabsKept) evict_ahead(need);
   for (;;) {
     if (Frame* frame = try_allocate()) return frame;
     if (reclaim_retired() > 0) continue;
@@ -28,8 +30,10 @@ Frame* BufferManager::allocate(Need need, TryAllocate&& try_allocate) {
 }
 
 void BufferManager::evict_ahead(Need need) {
-  for (std::size_t retired = retired_.size(); retired < kEvictionsAhead && evict_for(need);
-       ++retired) {
+  const std::size_t in_flight =
+      std::max(kEvictionsAhead, std::min(kFramesInFlight, pool_.slab_count() / 8));
+  for (std::size_t evicted = 0;
+       evicted < kEvictionsAhead && retired_.size() < in_flight && evict_for(need); ++evicted) {
   }
 }
 

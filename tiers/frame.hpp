@@ -10,6 +10,7 @@
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
+#include <thread>
 
 #include "common/types.hpp"
 #include "tiers/line_mask.hpp"
@@ -78,9 +79,14 @@ struct FrameHeader {
   bool try_latch_appends() {
     return (version.fetch_or(kAppendLatch, std::memory_order_acquire) & kAppendLatch) == 0;
   }
+  // Spins, then yields: the holder may be waiting for the core.
   void latch_appends() {
-    while (!try_latch_appends())
-      while ((version.load(std::memory_order_relaxed) & kAppendLatch) != 0) _mm_pause();
+    for (unsigned spins = 0; !try_latch_appends();)
+      while ((version.load(std::memory_order_relaxed) & kAppendLatch) != 0)
+        if (++spins < 64)
+          _mm_pause();
+        else
+          std::this_thread::yield();
   }
   void unlatch_appends() { version.fetch_and(~kAppendLatch, std::memory_order_release); }
 };

@@ -73,38 +73,41 @@ FrameHeader* BufferManager::fix_for_reader(Swip& swip, FrameHeader* parent) {
 
 const std::byte* BufferManager::read_for_reader(FrameHeader*& frame, std::uint32_t offset,
                                                 std::uint32_t length) {
-  const ServingReader serving(*this);
-  try {
-    // 1. The page's frame now: the reader's may have been evicted, replaced or promoted.
-    const PageId page_id = frame->page_id;
-    FrameHeader* current;
-    void* const* entry = page_table_.find(page_id);
-    if (entry != nullptr && (nvm_ == nullptr || !nvm_->in_slot_area(*entry))) {
-      current = static_cast<FrameHeader*>(*entry);
-    } else {
-      Swip by_id = Swip::from_page_id(page_id);
-      current = fix_through_table(by_id, nullptr, false).frame_;
-    }
-    // 2. Its lines, loaded if missing; a mini page may give way to a copy or a full frame,
-    //    which the page table then names.
-    //    No append beside this one on the same frame.
-    const std::byte* bytes;
-    {
-      Guard guard = pin(current);
-      current->latch_appends();
-      try {
-        bytes = make_resident(current, offset, length);
-      } catch (...) {
-        current->unlatch_appends();
-        throw;
+  for (;;) {
+    const ServingReader serving(*this);
+    try {
+      // 1. The page's frame now: the reader's may have been evicted, replaced or promoted.
+      const PageId page_id = frame->page_id;
+      FrameHeader* current;
+      void* const* entry = page_table_.find(page_id);
+      if (entry != nullptr && (nvm_ == nullptr || !nvm_->in_slot_area(*entry))) {
+        current = static_cast<FrameHeader*>(*entry);
+      } else {
+        Swip by_id = Swip::from_page_id(page_id);
+        current = fix_through_table(by_id, nullptr, false).frame_;
       }
-      current->unlatch_appends();
+      // 2. No append beside this one on the same frame. One under way (its thread may have
+      //    lost its core) is not waited for with the miss latch held: step out, come back.
+      if (!current->try_latch_appends()) continue;
+      // 3. Its lines, loaded if missing; a mini page may give way to a copy or a full frame,
+      //    which the page table then names.
+      const std::byte* bytes;
+      {
+        Guard guard = pin(current);
+        try {
+          bytes = make_resident(current, offset, length);
+        } catch (...) {
+          current->unlatch_appends();
+          throw;
+        }
+        current->unlatch_appends();
+      }
+      frame = static_cast<FrameHeader*>(*page_table_.find(page_id));
+      return bytes;
+    } catch (const RetryExclusively&) {
+      ++counters_.reader_retries;
+      throw;
     }
-    frame = static_cast<FrameHeader*>(*page_table_.find(page_id));
-    return bytes;
-  } catch (const RetryExclusively&) {
-    ++counters_.reader_retries;
-    throw;
   }
 }
 

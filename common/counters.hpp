@@ -21,7 +21,7 @@ namespace tristore {
   X(mini_page_promotions)                                                                      \
   X(mini_page_copies)      /* mini pages replaced by a larger copy, readers beside */          \
   X(reader_misses)         /* misses of readers sharing the latch, under the miss latch */     \
-  X(reader_retries)        /* of those, run again exclusive: no frame free yet */              \
+  X(reader_retries)        /* such reads run again exclusive: no frame free yet */             \
   X(reader_appends)        /* such misses served by appending lines beside each other */       \
   X(nvm_admissions)        /* DRAM evictions admitted to NVM */                                \
   X(nvm_admissions_denied) /* DRAM evictions sent to SSD instead */                            \

@@ -30,7 +30,6 @@ class BufferManager::ServingReader {
         std::this_thread::yield();
     }
     manager_.sharing_ = true;
-    ++manager_.counters_.reader_misses;
   }
   ~ServingReader() {
     manager_.retired_.picture_readers(manager_.readers_);
@@ -51,6 +50,7 @@ bool BufferManager::is_live(const FrameHeader* frame) const {
 
 FrameHeader* BufferManager::fix_for_reader(Swip& swip, FrameHeader* parent) {
   const ServingReader serving(*this);
+  ++counters_.reader_misses;
   try {
     // 1. Another miss may have swizzled the swip since the reader looked.
     const Swip seen = Swip::load(swip);
@@ -89,6 +89,7 @@ const std::byte* BufferManager::read_for_reader(FrameHeader*& frame, std::uint32
       // 2. No append beside this one on the same frame. One under way (its thread may have
       //    lost its core) is not waited for with the miss latch held: step out, come back.
       if (!current->try_latch_appends()) continue;
+      ++counters_.reader_misses;
       // 3. Its lines, loaded if missing; a mini page may give way to a copy or a full frame,
       //    which the page table then names.
       const std::byte* bytes;

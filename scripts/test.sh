@@ -4,14 +4,15 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/scripts/build.sh" "$root/build-test" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O3 -g" -DTRISTORE_BUILD_BENCHMARKS=OFF
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O3 -g" -DTRISTORE_BUILD_BENCHMARKS=OFF -DTRISTORE_WERROR=ON
 
 # Debug mode (AddressSanitizer poisoning of non-resident cache lines): the death tests that
 # prove a read of a line never made resident is caught, and the B-tree over the buffer
 # manager, which must never make such a read.
 poison_tests=(tiers_poison_test btree_buffer_manager_test tiers_buffer_manager_test)
 cmake -S "$root" -B "$root/build-poison" -DTRISTORE_POISON=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" -DTRISTORE_BUILD_BENCHMARKS=OFF >/dev/null
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" -DTRISTORE_BUILD_BENCHMARKS=OFF -DTRISTORE_WERROR=ON \
+  >/dev/null
 cmake --build "$root/build-poison" -j "$(nproc)" --target "${poison_tests[@]}"
 (cd "$root/build-poison" && ctest --output-on-failure -j "$(nproc)" -R "^($(IFS='|'; echo "${poison_tests[*]}"))\$")
 
@@ -21,7 +22,8 @@ cmake --build "$root/build-poison" -j "$(nproc)" --target "${poison_tests[@]}"
 tsan_tests=(engine_log_manager_test engine_threads_test tiers_resident_reads_test)
 tsan_filters=('*Concurrent*:*OutOfOrder*' '*' '*Threads*:*LetGo*:*Retired*')
 cmake -S "$root" -B "$root/build-tsan" -DTRISTORE_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" -DTRISTORE_BUILD_BENCHMARKS=OFF >/dev/null
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" -DTRISTORE_BUILD_BENCHMARKS=OFF -DTRISTORE_WERROR=ON \
+  >/dev/null
 cmake --build "$root/build-tsan" -j "$(nproc)" --target "${tsan_tests[@]}"
 for i in "${!tsan_tests[@]}"; do
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \

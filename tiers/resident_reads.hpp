@@ -37,9 +37,13 @@ class ResidentReads {
     Guard() = default;
     PageId page_id() const { return frame_->page_id; }
     // The hot path, inline as the buffer manager's make_resident is (the binary search of a
-    // node calls it once per probe): resident lines of a full frame. The rest out of line.
+    // node calls it once per probe): a full frame whose lines are all resident (in DRAM,
+    // nearly every one), tested once at the fix; then resident lines of a full frame. The
+    // rest out of line.
     [[gnu::always_inline]] const std::byte* read(std::uint32_t offset, std::uint32_t length) const {
-      if (!frame_->is_mini()) [[likely]] {
+      if (whole_ != nullptr) [[likely]]
+        return whole_ + offset;
+      if (!frame_->is_mini()) {
         const FullFrame* full = reinterpret_cast<const FullFrame*>(frame_);
         if (full->is_resident(offset / kCacheLineSize, (offset + length - 1) / kCacheLineSize))
             [[likely]]
@@ -48,6 +52,7 @@ class ResidentReads {
       // By value, not through `this`: the guard stays in registers on the hot path.
       const Served served = read_cold(manager_, frame_, offset, length);
       frame_ = served.frame;
+      whole_ = whole_page_of(frame_);
       return served.bytes;
     }
     std::byte* whole_page() const { return const_cast<std::byte*>(read(0, kPageSize)); }
@@ -56,7 +61,17 @@ class ResidentReads {
 
    private:
     friend class ResidentReads;
-    Guard(BufferManager* manager, FrameHeader* frame) : manager_(manager), frame_(frame) {}
+    Guard(BufferManager* manager, FrameHeader* frame)
+        : manager_(manager), frame_(frame), whole_(whole_page_of(frame)) {}
+
+    // A frame's bytes stay resident and in place while a reader is inside (lines are only
+    // added; a frame let go is retired until the readers leave), so a page found whole stays
+    // whole for the guard's life.
+    static const std::byte* whole_page_of(const FrameHeader* frame) {
+      if (frame->is_mini()) return nullptr;
+      const FullFrame* full = reinterpret_cast<const FullFrame*>(frame);
+      return full->all_resident() ? full->data : nullptr;
+    }
 
     // The bytes, and the frame the reader follows from now on.
     struct Served {
@@ -76,6 +91,8 @@ class ResidentReads {
     BufferManager* manager_ = nullptr;
     // The frame the reader follows: a miss may move it to the page's newer frame.
     mutable FrameHeader* frame_ = nullptr;
+    // frame_'s data when it is a full frame with every line resident, else null.
+    mutable const std::byte* whole_ = nullptr;
   };
 
   explicit ResidentReads(BufferManager& manager) : manager_(manager) {}

@@ -191,6 +191,7 @@ void BufferManager::free_page(Guard&& guard) {
     frame = &full->header;
   } else {
     guard.frame_ = nullptr;
+    guard.whole_ = nullptr;
   }
   if (frame->fix_count != 1)
     fail("free_page: page {} is still fixed by another guard", frame->page_id);

@@ -321,12 +321,15 @@ class BufferManager::Guard {
  public:
   Guard() = default;
   Guard(Guard&& other) noexcept
-      : manager_(other.manager_), frame_(std::exchange(other.frame_, nullptr)) {}
+      : manager_(other.manager_),
+        frame_(std::exchange(other.frame_, nullptr)),
+        whole_(std::exchange(other.whole_, nullptr)) {}
   Guard& operator=(Guard&& other) noexcept {
     if (this != &other) {
       release();
       manager_ = other.manager_;
       frame_ = std::exchange(other.frame_, nullptr);
+      whole_ = std::exchange(other.whole_, nullptr);
     }
     return *this;
   }
@@ -337,10 +340,13 @@ class BufferManager::Guard {
   explicit operator bool() const { return frame_ != nullptr; }
   PageId page_id() const { return frame_->page_id; }
   const std::byte* read(std::uint32_t offset, std::uint32_t length) {
+    if (whole_ != nullptr) [[likely]]
+      return whole_ + offset;
     return manager_->make_resident(frame_, offset, length);
   }
   std::byte* write(std::uint32_t offset, std::uint32_t length) {
-    std::byte* bytes = manager_->make_resident(frame_, offset, length);
+    std::byte* bytes =
+        whole_ != nullptr ? whole_ + offset : manager_->make_resident(frame_, offset, length);
     manager_->mark_dirty(frame_, offset, length);
     return bytes;
   }
@@ -349,6 +355,7 @@ class BufferManager::Guard {
     manager_->mark_dirty(frame_, offset, length);
   }
   void release() {
+    whole_ = nullptr;
     if (frame_ != nullptr) manager_->unfix(std::exchange(frame_, nullptr));
   }
 
@@ -357,10 +364,19 @@ class BufferManager::Guard {
 
  private:
   friend class BufferManager;
-  Guard(BufferManager* manager, FrameHeader* frame) : manager_(manager), frame_(frame) {}
+  Guard(BufferManager* manager, FrameHeader* frame)
+      : manager_(manager), frame_(frame), whole_(whole_page_of(frame)) {}
+  // A fixed frame is neither let go nor loses a resident line: a full frame found whole at
+  // the fix reads without a mask test for the guard's life.
+  static std::byte* whole_page_of(FrameHeader* frame) {
+    if (frame->is_mini()) return nullptr;
+    FullFrame* full = as_full(frame);
+    return full->all_resident() ? full->data : nullptr;
+  }
 
   BufferManager* manager_ = nullptr;
   FrameHeader* frame_ = nullptr;
+  std::byte* whole_ = nullptr;  // frame_'s data when it is a full frame, all lines resident
 };
 
 inline BufferManager::Guard BufferManager::pin(FrameHeader* frame) {

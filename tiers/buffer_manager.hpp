@@ -53,6 +53,7 @@
 
 #include "common/counters.hpp"
 #include "common/reader_slots.hpp"
+#include "common/spin_latch.hpp"
 #include "common/thread_slot.hpp"
 #include "common/types.hpp"
 #include "nvm/nvm_tier.hpp"
@@ -299,7 +300,7 @@ class BufferManager {
   // own: appends beside it read the fields around it.
   const ReaderSlots* readers_ = nullptr;
   bool appends_beside_ = false;  // append_for_reader may run (set at construction)
-  alignas(64) std::atomic<bool> miss_latch_{false};
+  alignas(64) SpinLatch miss_latch_;
   alignas(64) bool sharing_ = false;  // a miss is served: readers may be beside it
   RetiredFrames retired_;
 

@@ -2,39 +2,27 @@
 // shared (tiers/resident_reads.hpp). Lines that simply append to a frame are copied in beside
 // other readers and other appends (one append per frame at a time); every other miss is
 // served one at a time, under the miss latch, while the other readers go on.
-#include <emmintrin.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <thread>
 
 #include "tiers/buffer_manager.hpp"
 #include "tiers/poison.hpp"
 
 namespace tristore {
 
-// The miss latch, held while one miss is served: misses take it in turn. It spins, then
-// yields (a miss is short; on an oversubscribed machine the holder may be waiting for the
-// core). While it is held, frames let go are retired, not freed.
+// The miss latch, held while one miss is served: misses take it in turn. While it is held,
+// frames let go are retired, not freed.
 class BufferManager::ServingReader {
  public:
   explicit ServingReader(BufferManager& manager) : manager_(manager) {
-    // Test, then test-and-set: waiters read the line rather than take it from the holder.
-    for (unsigned spins = 0; manager_.miss_latch_.load(std::memory_order_relaxed) ||
-                             manager_.miss_latch_.exchange(true, std::memory_order_acquire);
-         ++spins) {
-      if (spins < 64)
-        _mm_pause();
-      else
-        std::this_thread::yield();
-    }
+    manager_.miss_latch_.lock();
     manager_.sharing_ = true;
   }
   ~ServingReader() {
     manager_.retired_.picture_readers(manager_.readers_);
     manager_.sharing_ = false;
-    manager_.miss_latch_.store(false, std::memory_order_release);
+    manager_.miss_latch_.unlock();
   }
   ServingReader(const ServingReader&) = delete;
   ServingReader& operator=(const ServingReader&) = delete;

@@ -365,15 +365,10 @@ class BufferManager::Guard {
 
  private:
   friend class BufferManager;
-  Guard(BufferManager* manager, FrameHeader* frame)
-      : manager_(manager), frame_(frame), whole_(whole_page_of(frame)) {}
   // A fixed frame is neither let go nor loses a resident line: a full frame found whole at
   // the fix reads without a mask test for the guard's life.
-  static std::byte* whole_page_of(FrameHeader* frame) {
-    if (frame->is_mini()) return nullptr;
-    FullFrame* full = as_full(frame);
-    return full->all_resident() ? full->data : nullptr;
-  }
+  Guard(BufferManager* manager, FrameHeader* frame)
+      : manager_(manager), frame_(frame), whole_(data_if_whole(frame)) {}
 
   BufferManager* manager_ = nullptr;
   FrameHeader* frame_ = nullptr;

@@ -193,4 +193,12 @@ inline FullFrame* holding_full_frame(FrameHeader* frame) {
   return std::atomic_ref<FullFrame*>(as_mini(frame)->full).load(std::memory_order_acquire);
 }
 
+// A full frame's bytes when every line is resident, else null (a mini page, or lines still
+// missing). Guards test it once at the fix: a frame a guard holds only gains lines.
+inline std::byte* data_if_whole(FrameHeader* frame) {
+  if (frame->is_mini()) return nullptr;
+  FullFrame* full = as_full(frame);
+  return full->all_resident() ? full->data : nullptr;
+}
+
 }  // namespace tristore

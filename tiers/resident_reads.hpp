@@ -52,7 +52,7 @@ class ResidentReads {
       // By value, not through `this`: the guard stays in registers on the hot path.
       const Served served = read_cold(manager_, frame_, offset, length);
       frame_ = served.frame;
-      whole_ = whole_page_of(frame_);
+      whole_ = data_if_whole(frame_);
       return served.bytes;
     }
     std::byte* whole_page() const { return const_cast<std::byte*>(read(0, kPageSize)); }
@@ -61,17 +61,11 @@ class ResidentReads {
 
    private:
     friend class ResidentReads;
-    Guard(BufferManager* manager, FrameHeader* frame)
-        : manager_(manager), frame_(frame), whole_(whole_page_of(frame)) {}
-
     // A frame's bytes stay resident and in place while a reader is inside (lines are only
     // added; a frame let go is retired until the readers leave), so a page found whole stays
     // whole for the guard's life.
-    static const std::byte* whole_page_of(const FrameHeader* frame) {
-      if (frame->is_mini()) return nullptr;
-      const FullFrame* full = reinterpret_cast<const FullFrame*>(frame);
-      return full->all_resident() ? full->data : nullptr;
-    }
+    Guard(BufferManager* manager, FrameHeader* frame)
+        : manager_(manager), frame_(frame), whole_(data_if_whole(frame)) {}
 
     // The bytes, and the frame the reader follows from now on.
     struct Served {

@@ -1,13 +1,15 @@
-// The buffer manager's building blocks: line masks, the page-id hash map, the admission set,
-// the frame pool's budget.
+// The buffer manager's building blocks: line masks, frames, the page-id hash map, the admission
+// set, the frame pool's budget.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <random>
 #include <unordered_map>
 
 #include "common/error.hpp"
 #include "tests/test_support.hpp"
 #include "tiers/admission_set.hpp"
+#include "tiers/frame.hpp"
 #include "tiers/frame_pool.hpp"
 #include "tiers/line_mask.hpp"
 #include "tiers/page_id_map.hpp"
@@ -61,6 +63,24 @@ TEST(TiersLineMask, MatchesABoolArrayOnRandomRanges) {
     ASSERT_EQ(mask.all(a, b), all);
     ASSERT_EQ(mask.count_clear(a, b), clear);
   }
+}
+
+// Guards skip the resident mask only on a full frame whose every line is resident.
+TEST(TiersFrames, OnlyAFullFrameWithEveryLineResidentIsReadWhole) {
+  auto full = std::make_unique<FullFrame>();
+  EXPECT_EQ(data_if_whole(&full->header), nullptr);
+  full->resident.set(0, kLinesPerPage - 2);  // all but the last line
+  EXPECT_EQ(data_if_whole(&full->header), nullptr);
+  EXPECT_FALSE(full->is_resident(kLinesPerPage - 1, kLinesPerPage - 1));
+  full->mark_all_resident();
+  EXPECT_EQ(data_if_whole(&full->header), full->data);
+  EXPECT_TRUE(full->is_resident(0, kLinesPerPage - 1));
+
+  auto mini = std::make_unique<MiniPage>();
+  mini->header.set(frame_flag::kMini);
+  for (std::size_t slot = 0; slot < MiniPage::kSlots; ++slot) mini->set_line_at(slot, slot);
+  mini->set_count(MiniPage::kSlots);
+  EXPECT_EQ(data_if_whole(&mini->header), nullptr);
 }
 
 TEST(TiersPageIdMap, MatchesUnorderedMapUnderRandomInsertEraseAndGrowth) {

@@ -8,6 +8,7 @@
 
 #include "common/error.hpp"
 #include "common/random_id.hpp"
+#include "common/spin_latch.hpp"
 
 namespace tristore {
 
@@ -51,12 +52,10 @@ std::uint64_t bound_step_for(std::uint64_t capacity, const LogOptions& options) 
   return (step + kLogRecordAlignment - 1) / kLogRecordAlignment * kLogRecordAlignment;
 }
 
-// Waits are for other appenders' copies, a few microseconds: spin briefly, then yield the core
-// (there may be more threads than cores).
+// Waits are for other appenders' copies, a few microseconds (common/spin_latch.hpp).
 template <typename Done>
 void wait_until(Done done) {
-  for (int spins = 0; !done(); ++spins)
-    if (spins >= 64) std::this_thread::yield();
+  for (unsigned spins = 0; !done(); ++spins) spin_back_off(spins);
 }
 
 // Stores a new count, for counters only one thread at a time updates: no read-modify-write,

@@ -8,19 +8,17 @@
 // spend their time passing that line back and forth. So each thread announces itself in its
 // own slot (by a per-thread index), and a writer raises its flag and then waits for every
 // slot to drain. A reader that finds the flag raised steps back and waits, so writers are not
-// starved. Neither side spins long: on an oversubscribed machine the holder may be waiting
-// for the core.
-#include <emmintrin.h>
-
+// starved. Both sides wait as common/spin_latch.hpp says: spin for a short section's length,
+// then yield (on an oversubscribed machine the holder may be waiting for the core).
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <thread>
 
 #include "common/error.hpp"
 #include "common/reader_slots.hpp"
+#include "common/spin_latch.hpp"
 #include "common/thread_slot.hpp"
 
 namespace tristore {
@@ -51,7 +49,8 @@ class OperationLatch {
         return;
       }
       readers_.leave();
-      for (unsigned spins = 0; writer_.load(std::memory_order_acquire); ++spins) back_off(spins);
+      for (unsigned spins = 0; writer_.load(std::memory_order_acquire); ++spins)
+        spin_back_off(spins);
     }
   }
   void unlock_shared() {
@@ -77,11 +76,11 @@ class OperationLatch {
     // The flag is the writers' lock too: operations are short, so a writer spins (then
     // yields) rather than sleeping in the kernel, as a mutex would under contention.
     for (unsigned spins = 0; writer_.exchange(true, std::memory_order_seq_cst); ++spins)
-      back_off(spins);
+      spin_back_off(spins);
     // Threads that take a slot after this load see the flag before they read anything.
     const std::size_t slots = thread_slots_in_use();
     for (std::size_t i = 0; i < slots; ++i)
-      for (unsigned spins = 0; readers_.inside(i); ++spins) back_off(spins);
+      for (unsigned spins = 0; readers_.inside(i); ++spins) spin_back_off(spins);
     hold(this, true);
   }
   void unlock() {
@@ -123,12 +122,6 @@ class OperationLatch {
     held_latch = latch;
     held_depth = latch != nullptr ? 1 : 0;
     held_exclusive = exclusive;
-  }
-  static void back_off(unsigned spins) {
-    if (spins < 64)
-      _mm_pause();
-    else
-      std::this_thread::yield();
   }
 
   // The latch this thread holds, and how many times (nested reads), and in which mode.

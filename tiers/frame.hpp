@@ -10,8 +10,8 @@
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
-#include <thread>
 
+#include "common/spin_latch.hpp"
 #include "common/types.hpp"
 #include "tiers/line_mask.hpp"
 #include "tiers/swip.hpp"
@@ -82,11 +82,7 @@ struct FrameHeader {
   // Spins, then yields: the holder may be waiting for the core.
   void latch_appends() {
     for (unsigned spins = 0; !try_latch_appends();)
-      while ((version.load(std::memory_order_relaxed) & kAppendLatch) != 0)
-        if (++spins < 64)
-          _mm_pause();
-        else
-          std::this_thread::yield();
+      while ((version.load(std::memory_order_relaxed) & kAppendLatch) != 0) spin_back_off(spins++);
   }
   void unlatch_appends() { version.fetch_and(~kAppendLatch, std::memory_order_release); }
 };

@@ -102,7 +102,7 @@ class BTree {
   bool update_part(const K& key, std::uint32_t offset, std::uint32_t length, const void* bytes) {
     assert(offset + length <= sizeof(V));
     std::uint32_t count;
-    Guard leaf = find_leaf(key, count);
+    Guard leaf = find_leaf_to_change(key, count);
     Position at = search(leaf, count, key);
     if (!at.found) return false;
     if (length > 0)
@@ -122,7 +122,7 @@ class BTree {
   bool insert(const K& key, const V& value) {
     {
       std::uint32_t count;
-      Guard leaf = find_leaf(key, count);
+      Guard leaf = find_leaf_to_change(key, count);
       Position at = search(leaf, count, key);
       if (at.found) return false;
       if (count < kLeafCapacity) {
@@ -134,6 +134,7 @@ class BTree {
   }
 
   bool remove(const K& key) {
+    if constexpr (requires { access_.refuse_structure_change(); }) return remove_without_merge(key);
     bool found = remove_with_merges(key);
     if (found) collapse_root();
     return found;
@@ -333,6 +334,34 @@ class BTree {
     }
   }
 
+  // The leaf a change of one entry goes to. An access that changes leaves beside other
+  // threads (tiers/resident_writes.hpp) latches it for the change here; it may have changed
+  // since the walk read it, so its count is read anew.
+  Guard find_leaf_to_change(const K& key, std::uint32_t& count) {
+    Guard leaf = find_leaf(key, count);
+    if constexpr (requires { access_.latch_for_change(leaf); }) {
+      access_.latch_for_change(leaf);
+      count = header(leaf).count;
+    }
+    return leaf;
+  }
+  // Such an access leaves splits and merges to others (it throws).
+  void structure_change() {
+    if constexpr (requires { access_.refuse_structure_change(); })
+      access_.refuse_structure_change();
+  }
+  // Its removes: only one that leaves the leaf at least a quarter full, which merges nothing
+  // (an underfull inner node on the way waits for a later remove that descends exclusively).
+  bool remove_without_merge(const K& key) {
+    std::uint32_t count;
+    Guard leaf = find_leaf_to_change(key, count);
+    Position at = search(leaf, count, key);
+    if (!at.found) return false;
+    if (count - 1u < kLeafUnderfull) structure_change();
+    erase_from_leaf(leaf, count, at.index, key);
+    return true;
+  }
+
   // Every change of a leaf entry goes through a LeafChange (btree/leaf_change.hpp): a guard
   // that logs takes it whole (change_leaf), and restart replays the same bytes without the
   // table's types. The leaf's layout is LeafGeometry's, as the static_assert below keeps it.
@@ -446,6 +475,7 @@ class BTree {
 
   // Descends splitting every full node on the way, so the leaf has room.
   bool insert_with_splits(const K& key, const V& value) {
+    structure_change();
     Guard node = access_.fix(root_, nullptr);
     if (is_full(header(node))) {
       Guard new_root = grow_root(node, key);
@@ -473,6 +503,7 @@ class BTree {
   }
 
   bool remove_with_merges(const K& key) {
+    structure_change();
     Guard node = access_.fix(root_, nullptr);
     std::optional<Guard> parent;
     std::uint32_t index_in_parent = 0;

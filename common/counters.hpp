@@ -23,6 +23,8 @@ namespace tristore {
   X(reader_misses)         /* misses of readers sharing the latch, under the miss latch */     \
   X(reader_retries)        /* such reads run again exclusive: no frame free yet */             \
   X(reader_appends)        /* such misses served by appending lines beside each other */       \
+  X(changes_beside)        /* reads and changes in transactions served beside each other */    \
+  X(changes_retried)       /* such operations that needed more, run again exclusively */       \
   X(nvm_admissions)        /* DRAM evictions admitted to NVM */                                \
   X(nvm_admissions_denied) /* DRAM evictions sent to SSD instead */                            \
   X(dram_evictions)                                                                            \

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <type_traits>
 #include <variant>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "tiers/main_memory_access.hpp"
 #include "tiers/nvm_direct_access.hpp"
 #include "tiers/resident_reads.hpp"
+#include "tiers/resident_writes.hpp"
 
 namespace tristore {
 
@@ -33,6 +35,9 @@ class BTreeTable final : public TableInterface<K, V> {
   // Reads log nothing: they walk the tree over the inner access itself, without the logging
   // decorator's guards (the same root swip, so the same tree).
   using ReadAccess = std::conditional_t<kLogged, Inner, MainMemoryAccess>;
+  // Reads and changes in transactions run beside each other on the buffer manager
+  // (tiers/resident_writes.hpp); elsewhere exclusively.
+  static constexpr bool kBesideChanges = std::is_same_v<Inner, BufferManager>;
 
  public:
   using typename TableInterface<K, V>::Visit;
@@ -88,12 +93,12 @@ class BTreeTable final : public TableInterface<K, V> {
   // Durable: one walk of the tree, whose leaf change is logged with its undo in one record
   // (OperationLog). main-memory keeps its undo in DRAM, found by a lookup first.
   bool insert(TransactionState* txn, const K& key, const V& value) override {
-    return changing(txn, key, [&](TransactionState& t) {
-      if (undo_with_redo()) return operation(t, this, [&] { return tree_.insert(key, value); });
+    return changing(txn, key, kBeside, [&](TransactionState& t, auto& tree, auto& log) {
+      if (undo_with_redo()) return operation(t, log, this, [&] { return tree.insert(key, value); });
       V old;
-      if (tree_.lookup(key, old)) return false;
+      if (tree.lookup(key, old)) return false;
       log_undo(t, UndoOperation::kInsert, key, 0, nullptr, 0);
-      return operation(t, nullptr, [&] { return tree_.insert(key, value); });
+      return operation(t, log, nullptr, [&] { return tree.insert(key, value); });
     });
   }
   bool update(TransactionState* txn, const K& key, const V& value) override {
@@ -104,22 +109,23 @@ class BTreeTable final : public TableInterface<K, V> {
     check_part(offset, length);
     const auto part_offset = static_cast<std::uint32_t>(offset);
     const auto part_length = static_cast<std::uint32_t>(length);
-    return changing(txn, key, [&](TransactionState& t) {
-      auto change = [&] { return tree_.update_part(key, part_offset, part_length, bytes); };
-      if (undo_with_redo()) return operation(t, this, change);
+    return changing(txn, key, kBeside, [&](TransactionState& t, auto& tree, auto& log) {
+      auto change = [&] { return tree.update_part(key, part_offset, part_length, bytes); };
+      if (undo_with_redo()) return operation(t, log, this, change);
       std::byte before[sizeof(V)];
-      if (!tree_.lookup_part(key, part_offset, part_length, before)) return false;
+      if (!tree.lookup_part(key, part_offset, part_length, before)) return false;
       log_undo(t, UndoOperation::kUpdate, key, part_offset, before, part_length);
-      return operation(t, nullptr, change);
+      return operation(t, log, nullptr, change);
     });
   }
   bool remove(TransactionState* txn, const K& key) override {
-    return changing(txn, key, [&](TransactionState& t) {
-      if (undo_with_redo()) return operation(t, this, [&] { return tree_.remove(key); });
+    // Beside others only where it merges nothing (BTree::remove_without_merge).
+    return changing(txn, key, kBeside, [&](TransactionState& t, auto& tree, auto& log) {
+      if (undo_with_redo()) return operation(t, log, this, [&] { return tree.remove(key); });
       V old;
-      if (!tree_.lookup(key, old)) return false;
+      if (!tree.lookup(key, old)) return false;
       log_undo(t, UndoOperation::kRemove, key, 0, &old, sizeof(V));
-      return operation(t, nullptr, [&] { return tree_.remove(key); });
+      return operation(t, log, nullptr, [&] { return tree.remove(key); });
     });
   }
 
@@ -152,16 +158,16 @@ class BTreeTable final : public TableInterface<K, V> {
     V current;
     const bool present = tree_.lookup(key, current);
     if (header.operation == UndoOperation::kInsert) {
-      if (present) operation(txn, nullptr, [&] { return tree_.remove(key); });
+      if (present) operation(txn, context_, nullptr, [&] { return tree_.remove(key); });
     } else if (header.operation == UndoOperation::kUpdate) {
       if (present)
-        operation(txn, nullptr, [&] {
+        operation(txn, context_, nullptr, [&] {
           return tree_.update_part(key, header.reserved2, header.before_size, before);
         });
     } else {
       V value;
       std::memcpy(&value, before, sizeof(V));
-      operation(txn, nullptr,
+      operation(txn, context_, nullptr,
                 [&] { return present ? tree_.update(key, value) : tree_.insert(key, value); });
     }
   }
@@ -231,6 +237,23 @@ class BTreeTable final : public TableInterface<K, V> {
   static constexpr bool kRestartable = true;
   template <typename Body>
   auto reading(TransactionState* txn, bool restartable, Body&& body) {
+    if constexpr (kBesideChanges) {
+      // Reads outside transactions too, while changes run (shared holders would wait for
+      // them). Not inside another call (a scan's visit function): that nests where it is.
+      const OperationLatch& latch = transactions_.latch();
+      if (restartable && !latch.held_here() && (txn != nullptr || latch.changes_inside())) {
+        try {
+          const OperationLatch::Changes latched(transactions_.latch());
+          ResidentWrites reads(context_.inner());
+          BTree<K, V, ResidentWrites> tree(reads, root_);
+          auto result = body(tree);
+          context_.inner().add_change_beside(false);
+          return result;
+        } catch (const ResidentWrites::RetryExclusively&) {
+          context_.inner().add_change_beside(true);
+        }
+      }
+    }
     if (txn == nullptr) {
       if constexpr (!kLogged) {
         const OperationLatch::Shared latched(transactions_.latch());
@@ -251,27 +274,86 @@ class BTreeTable final : public TableInterface<K, V> {
     return body(read_tree_);
   }
 
+  // body(txn, tree, log) makes the change in txn through the tree, logging into log. A change
+  // in a transaction that may run beside others (beside) is tried so first (changing_beside);
+  // otherwise, or when it needs more, it runs under the exclusive latch.
+  static constexpr bool kBeside = true;
   template <typename Body>
-  bool changing(TransactionState* txn, const K& key, Body&& body) {
+  bool changing(TransactionState* txn, const K& key, bool beside, Body&& body) {
+    if constexpr (kBesideChanges) {
+      if (beside && txn != nullptr && transactions_.durable() &&
+          !transactions_.latch().held_here()) {
+        if (const std::optional<bool> changed = changing_beside(*txn, key, body)) return *changed;
+      }
+    }
     const OperationLatch::Exclusive latched(transactions_.latch());
     lock_row(txn, key, LockMode::kExclusive);
     if constexpr (kLogged) {
-      constexpr std::uint64_t kUndoPayload = sizeof(UndoLogical) + sizeof(K) + sizeof(V);
-      if (transactions_.durable())
-        transactions_.reserve(2 * TransactionManager::undo_copy_bytes(kUndoPayload) +
-                              Context::max_operation_log_bytes(height() + 1));
+      if (transactions_.durable()) transactions_.reserve(change_log_bytes(height() + 1));
     }
-    if (txn != nullptr) return body(*txn);
+    if (txn != nullptr) return body(*txn, tree_, context_);
     TransactionState& single = transactions_.begin_autocommit();
     bool changed;
     try {
-      changed = body(single);
+      changed = body(single, tree_, context_);
     } catch (...) {
       transactions_.abort(single);
       throw;
     }
     transactions_.commit(single);
     return changed;
+  }
+
+  // The most a change logs on a tree of `levels`: its undo record (and that record's copy),
+  // and its redo.
+  static constexpr std::uint64_t change_log_bytes(std::uint32_t levels) {
+    constexpr std::uint64_t kUndoPayload = sizeof(UndoLogical) + sizeof(K) + sizeof(V);
+    return 2 * TransactionManager::undo_copy_bytes(kUndoPayload) +
+           Context::max_operation_log_bytes(levels);
+  }
+
+  // The change beside other threads' (engine/operation_latch.hpp, changes mode): one leaf
+  // entry of a page whose path is in DRAM, latched frame by frame (tiers/resident_writes.hpp),
+  // logged through this thread's own operation log. Nothing when the change needs more (a
+  // miss, a split, a checkpoint to make log room, a root moved since its height was known):
+  // then it has changed nothing, and the caller runs it exclusively.
+  template <typename Body>
+  std::optional<bool> changing_beside(TransactionState& txn, const K& key, Body& body) {
+    const OperationLatch::Changes latched(transactions_.latch());
+    BufferManager& manager = context_.inner();
+    if (height_->root != root_page_id()) {
+      manager.add_change_beside(true);
+      return std::nullopt;
+    }
+    lock_row(&txn, key, LockMode::kExclusive);
+    const std::uint64_t log_bytes = change_log_bytes(height_->height + 1);
+    if (!transactions_.reserve_beside(log_bytes)) {
+      manager.add_change_beside(true);
+      return std::nullopt;
+    }
+    struct Reserved {
+      TransactionManager& transactions;
+      std::uint64_t bytes;
+      ~Reserved() { transactions.release_beside(bytes); }
+    } reserved{transactions_, log_bytes};
+    ResidentWrites writes(manager);
+    OperationLog<ResidentWrites>& log = this_threads_log();
+    log.bind(writes, transactions_, true);
+    LoggedAccess<ResidentWrites> access(log);
+    BTree<K, V, LoggedAccess<ResidentWrites>> tree(access, root_);
+    try {
+      const bool changed = body(txn, tree, log);
+      manager.add_change_beside(false);
+      return changed;
+    } catch (const ResidentWrites::RetryExclusively&) {
+      manager.add_change_beside(true);
+      return std::nullopt;
+    }
+  }
+  // Kept per thread: its buffers are reused from one change to the next.
+  static OperationLog<ResidentWrites>& this_threads_log() {
+    thread_local OperationLog<ResidentWrites> log;
+    return log;
   }
 
   void log_undo(TransactionState& txn, UndoOperation operation, const K& key,
@@ -295,26 +377,27 @@ class BTreeTable final : public TableInterface<K, V> {
 
   // One tree change as one logged operation; the table's new root, if it moved, with it.
   // undo_table: this table, when the leaf change's undo is logged with it (undo_with_redo).
-  template <typename Change>
-  bool operation(TransactionState& txn, UndoTarget* undo_table, Change&& change) {
+  template <typename Log, typename Change>
+  bool operation(TransactionState& txn, Log& log, UndoTarget* undo_table, Change&& change) {
     if constexpr (kLogged) {
       if (!transactions_.durable()) return change();
-      context_.begin(txn, InnerLayout<K>::kSwipsOffset,
-                     Context::max_operation_log_bytes(height_->height), undo_table);
+      log.begin(txn, InnerLayout<K>::kSwipsOffset,
+                Context::max_operation_log_bytes(height_->height), undo_table);
       try {
         const bool changed = change();
-        if (context_.root_may_change()) {
+        if (log.root_may_change()) {
           const PageId root = root_page_id();
-          if (root != root_page_) context_.note_root(table_id_, root);
+          if (root != root_page_) log.note_root(table_id_, root);
           root_page_ = root;
         }
-        context_.end();
+        log.end();
         return changed;
       } catch (...) {
-        context_.abandon();
+        log.abandon();
         throw;
       }
     } else {
+      (void)log;
       (void)undo_table;
       return change();
     }

@@ -23,7 +23,7 @@ std::unique_ptr<Database> Database::open(const Config& config) {
 }
 
 Transaction Database::begin() {
-  const OperationLatch::Exclusive latched(transactions().latch());
+  const OperationLatch::Changes latched(transactions().latch());
   return transactions().begin();
 }
 

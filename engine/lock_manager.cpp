@@ -1,5 +1,7 @@
 #include "engine/lock_manager.hpp"
 
+#include <mutex>
+
 #include "common/checksum.hpp"
 #include "engine/transaction_state.hpp"
 
@@ -16,6 +18,7 @@ LockManager::LockManager() : slots_(1024) {}
 
 void LockManager::lock(TransactionState& txn, std::uint32_t table_id, LockName name,
                        LockMode mode) {
+  const std::lock_guard latched(latch_);
   Lock* found = find(name);
   if (found == nullptr) {
     // 1. A row nobody holds.
@@ -51,6 +54,7 @@ void LockManager::lock(TransactionState& txn, std::uint32_t table_id, LockName n
 }
 
 void LockManager::check_free_slow(std::uint32_t table_id, LockName name, LockMode mode) const {
+  const std::lock_guard latched(latch_);
   const Lock* lock = find(name);
   if (lock == nullptr) return;
   if (lock->exclusive != 0) conflict(0, lock->exclusive, table_id, mode);
@@ -59,6 +63,7 @@ void LockManager::check_free_slow(std::uint32_t table_id, LockName name, LockMod
 }
 
 void LockManager::release_all(TransactionState& txn) {
+  const std::lock_guard latched(latch_);
   for (const LockName name : txn.locks) {
     Lock* lock = find(name);
     if (lock == nullptr) continue;

@@ -16,14 +16,17 @@
 // hashes collide share a lock, a spurious conflict at worst (for a transaction holding a
 // hundred locks, about one lock in 40 million). The table is open addressing
 // (linear probing, no allocation per lock): a transaction takes a lock per row it touches.
-// Changed only under the database's operation latch held exclusive, read under it held shared
-// (engine/operation_latch.hpp).
+// Safe for threads: the table has a latch of its own (changes side by side take locks under
+// the database latch's changes mode, engine/operation_latch.hpp); the count of locked rows
+// is read without it.
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/spin_latch.hpp"
 #include "engine/log_record.hpp"
 
 namespace tristore {
@@ -52,13 +55,13 @@ class LockManager {
   // For an operation outside any transaction: LockConflict if another transaction holds name
   // in a mode that excludes mode.
   void check_free(std::uint32_t table_id, LockName name, LockMode mode) const {
-    if (count_ == 0) [[likely]]
+    if (count_.load(std::memory_order_relaxed) == 0) [[likely]]
       return;
     check_free_slow(table_id, name, mode);
   }
   // At commit or abort (after its undo): every lock txn holds.
   void release_all(TransactionState& txn);
-  std::size_t locked_rows() const { return count_; }
+  std::size_t locked_rows() const { return count_.load(std::memory_order_relaxed); }
 
  private:
   struct Lock {
@@ -78,7 +81,8 @@ class LockManager {
                                     LockMode wanted);
 
   std::vector<Lock> slots_;  // a power of two, at most half full
-  std::size_t count_ = 0;
+  std::atomic<std::size_t> count_{0};
+  mutable SpinLatch latch_;  // over slots_ and count_'s changes
 };
 
 }  // namespace tristore

@@ -35,6 +35,7 @@
 #include "tiers/buffer_manager.hpp"
 #include "tiers/frame.hpp"
 #include "tiers/nvm_direct_access.hpp"
+#include "tiers/resident_writes.hpp"
 
 namespace tristore {
 
@@ -78,13 +79,23 @@ class OperationLog {
 
   // Error at open if the log cannot hold an operation on a tree of kGuaranteedTreeHeight.
   OperationLog(Inner& inner, TransactionManager& transactions, bool swizzled_swips)
-      : inner_(inner), transactions_(transactions), swizzled_swips_(swizzled_swips) {
+      : inner_(&inner), transactions_(&transactions), swizzled_swips_(swizzled_swips) {
     transactions.require_log_room(max_operation_log_bytes(kGuaranteedTreeHeight + 1),
                                   kGuaranteedUndoRoom, "an operation on a B-tree of height 2");
   }
+  // A log a thread keeps for its changes side by side (BTreeTable), bound to the operation's
+  // access and database before each operation (the database's own log checked the room).
+  OperationLog() = default;
+  void bind(Inner& inner, TransactionManager& transactions, bool swizzled_swips) {
+    assert(!active());
+    inner_ = &inner;
+    transactions_ = &transactions;
+    swizzled_swips_ = swizzled_swips;
+    beside_ = true;
+  }
 
-  Inner& inner() { return inner_; }
-  TransactionManager& transactions() { return transactions_; }
+  Inner& inner() { return *inner_; }
+  TransactionManager& transactions() { return *transactions_; }
   bool active() const { return txn_ != nullptr; }
   // One per tree, shared by every table object over it (keyed by its root swip), so a bulk
   // load through one object reaches the others. The reference stays valid.
@@ -101,11 +112,11 @@ class OperationLog {
     undo_txn_ = &txn;
 #ifndef NDEBUG
     max_log_bytes_ = max_log_bytes;
-    log_end_at_begin_ = transactions_.log()->end_lsn();
+    log_end_at_begin_ = transactions_->log()->end_lsn();
 #else
     (void)max_log_bytes;
 #endif
-    transactions_.set_in_operation(true);
+    transactions_->set_in_operation(true);
   }
   void note_dirty(PageId page, std::uint32_t offset, std::uint32_t length) {
     if (length == 0) return;
@@ -197,10 +208,10 @@ class OperationLog {
       }
       if (length == kPageSize) imaged_whole_.push_back(page);
       const RedoPageBytes header{page, offset, length};
-      const Lsn lsn = transactions_.append_chained(
+      const Lsn lsn = transactions_->append_chained(
           *txn_, LogRecordType::kPageBeforeImage,
           {bytes_of(header), std::span(guard.read(offset, length), length)});
-      transactions_.log()->persist_up_to(lsn);
+      transactions_->log()->persist_up_to(lsn);
       logged_before_images_ = true;
     }
   }
@@ -212,36 +223,36 @@ class OperationLog {
   // 3. Each page gets the LSN; the fixes are released.
   void end() {
     TransactionState& txn = *std::exchange(txn_, nullptr);
-    transactions_.set_in_operation(false);
+    transactions_->set_in_operation(false);
     build_payload();
     if (payload_.empty() && !logged_before_images_ && !undo_captured_) return reset();
     Lsn lsn;
     if (undo_captured_) {
       assert(undo_txn_ == &txn);
-      lsn = transactions_.append_chained(txn, LogRecordType::kTupleOperation,
-                                         {std::span(undo_), std::span(payload_)});
-      transactions_.note_undo(txn, *undo_table_, lsn, undo_);
+      lsn = transactions_->append_chained(txn, LogRecordType::kTupleOperation,
+                                          {std::span(undo_), std::span(payload_)});
+      transactions_->note_undo(txn, *undo_table_, lsn, undo_);
       undo_captured_ = false;
     } else {
-      lsn = transactions_.append_chained(txn, LogRecordType::kRedoOperation, {std::span(payload_)});
+      lsn =
+          transactions_->append_chained(txn, LogRecordType::kRedoOperation, {std::span(payload_)});
     }
     // The bound is the redo's; the undo in the same record is reserved apart.
-    assert(transactions_.log()->end_lsn() - log_end_at_begin_ <=
-           max_log_bytes_ + undo_.size() + kLogRecordAlignment);
-    if (kInPlace || !to_free_.empty()) transactions_.log()->persist_up_to(lsn);
+    assert(beside_ || transactions_->log()->end_lsn() - log_end_at_begin_ <=
+                          max_log_bytes_ + undo_.size() + kLogRecordAlignment);
+    if (kInPlace || !to_free_.empty()) transactions_->log()->persist_up_to(lsn);
     for (InnerGuard& guard : pinned_)
       std::memcpy(guard.write(offsetof(PageHeader, lsn), sizeof(Lsn)), &lsn, sizeof(lsn));
     release_all(pinned_);
-    for (InnerGuard& guard : to_free_) inner_.free_page(std::move(guard));
+    for (InnerGuard& guard : to_free_) inner_->free_page(std::move(guard));
     reset();
   }
   // An operation that failed: nothing is logged. If its leaf change may have been made, the
   // transaction keeps its undo (not logged yet: a checkpoint copies it), so its abort puts
   // the entry back; apply_undo works whether or not the change was made.
   void abandon() {
-    if (undo_captured_) transactions_.note_undo(*undo_txn_, *undo_table_, kNoLsn, undo_);
-    txn_ = nullptr;
-    transactions_.set_in_operation(false);
+    if (undo_captured_) transactions_->note_undo(*undo_txn_, *undo_table_, kNoLsn, undo_);
+    if (std::exchange(txn_, nullptr) != nullptr) transactions_->set_in_operation(false);
     reset();
   }
 
@@ -398,7 +409,7 @@ class OperationLog {
   // The log holds page ids where DRAM holds swizzled pointers (inner nodes' swip arrays).
   void unswizzle_copy(InnerGuard& guard, std::uint32_t offset, std::uint32_t length,
                       std::byte* copy) {
-    if constexpr (std::is_same_v<Inner, BufferManager>) {
+    if constexpr (std::is_same_v<Inner, BufferManager> || std::is_same_v<Inner, ResidentWrites>) {
       NodeHeader node;
       std::memcpy(&node, guard.read(kNodeHeaderOffset, sizeof(node)), sizeof(node));
       if (node.is_leaf) return;
@@ -415,9 +426,10 @@ class OperationLog {
     }
   }
 
-  Inner& inner_;
-  TransactionManager& transactions_;
-  bool swizzled_swips_;
+  Inner* inner_ = nullptr;
+  TransactionManager* transactions_ = nullptr;
+  bool swizzled_swips_ = false;
+  bool beside_ = false;  // other threads append meanwhile: the log's end says nothing of this one
   TransactionState* txn_ = nullptr;
   std::uint32_t swips_offset_ = 0;
   std::vector<InnerGuard> pinned_;
@@ -556,6 +568,15 @@ class LoggedAccess {
     inner_.move_swips(to.inner_, offset,
                       source_parent != nullptr ? &source_parent->inner_ : nullptr, swips, count);
   }
+  // Changes beside other threads (tiers/resident_writes.hpp): the leaf's latch, and no splits.
+  void latch_for_change(Guard& leaf) requires requires(Inner& inner, InnerGuard& guard) {
+    inner.latch_for_change(guard);
+  }
+  { inner_.latch_for_change(leaf.inner_); }
+  void refuse_structure_change() requires requires(Inner& inner) {
+    inner.refuse_structure_change();
+  }
+  { inner_.refuse_structure_change(); }
   Swip swip_of(const Guard& guard) {
     log_.note_root_change();
     return inner_.swip_of(guard.inner_);

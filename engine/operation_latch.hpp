@@ -1,20 +1,28 @@
 #pragma once
-// The latch that lets many threads share one Database while the buffer manager and the
-// B-tree have no latches of their own (docs/design.md section 8): an operation that writes
-// nothing shared (a read outside any transaction, on a path already in DRAM) holds it shared;
-// every other operation holds it exclusive.
+// The latch that lets many threads share one Database (docs/design.md section 8), in three
+// modes:
+//   - shared: an operation that writes nothing shared (a read outside any transaction, on a
+//     path already in DRAM);
+//   - changes: operations in transactions that read or change single leaf entries of pages
+//     already in DRAM, side by side, each latching the frames it touches
+//     (tiers/resident_writes.hpp) and taking row locks;
+//   - exclusive: every other operation (and one of the above that finds it needs more).
+// Shared holders and changers exclude each other; the exclusive holder excludes both.
 //
 // Readers must not share a written cache line, or two cores reading the same table would
 // spend their time passing that line back and forth. So each thread announces itself in its
 // own slot (by a per-thread index), and a writer raises its flag and then waits for every
-// slot to drain. A reader that finds the flag raised steps back and waits, so writers are not
-// starved. Both sides wait as common/spin_latch.hpp says: spin for a short section's length,
-// then yield (on an oversubscribed machine the holder may be waiting for the core).
+// slot to drain. A reader that finds the flag raised, or changers inside, steps back and
+// waits, so writers are not starved; changers let a reader that waits go first, so readers
+// are not starved either. Changers count themselves in one word (they write shared lines
+// anyway). Every side waits as common/spin_latch.hpp says: spin for a short section's
+// length, then yield (on an oversubscribed machine the holder may be waiting for the core).
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "common/error.hpp"
 #include "common/reader_slots.hpp"
@@ -35,40 +43,70 @@ class OperationLatch {
   // exclusive hold.
   enum class Purpose { kChange, kRead };
 
-  // A thread already holding the latch (a scan's visit function reading the database) holds
-  // it once more, in the mode it has.
+  // A thread already holding the latch shared or exclusive (a scan's visit function reading
+  // the database) holds it once more, in the mode it has.
   void lock_shared() {
     if (held_latch == this) {
+      if (held_mode == Mode::kChanges) refuse_inside_changes();
       ++held_depth;
       return;
     }
-    for (;;) {
+    for (bool waiting = false;;) {
       readers_.enter();
-      if (!writer_.load(std::memory_order_seq_cst)) [[likely]] {
-        hold(this, false);
+      if (!writer_.load(std::memory_order_seq_cst) &&
+          changers_.load(std::memory_order_seq_cst) == 0) [[likely]] {
+        if (waiting) readers_waiting_.fetch_sub(1, std::memory_order_relaxed);
+        hold(this, Mode::kShared);
         return;
       }
       readers_.leave();
-      for (unsigned spins = 0; writer_.load(std::memory_order_acquire); ++spins)
+      if (!std::exchange(waiting, true)) readers_waiting_.fetch_add(1, std::memory_order_relaxed);
+      for (unsigned spins = 0; writer_.load(std::memory_order_acquire) ||
+                               changers_.load(std::memory_order_acquire) != 0;
+           ++spins)
         spin_back_off(spins);
     }
   }
   void unlock_shared() {
     if (--held_depth > 0) return;
-    hold(nullptr, false);
+    hold(nullptr, Mode::kShared);
     readers_.leave();
+  }
+
+  // Changes side by side; never nested.
+  void lock_changes() {
+    if (held_latch == this) [[unlikely]]
+      refuse_nested_change();
+    for (;;) {
+      for (unsigned spins = 0; writer_.load(std::memory_order_acquire) ||
+                               readers_waiting_.load(std::memory_order_relaxed) != 0;
+           ++spins)
+        spin_back_off(spins);
+      changers_.fetch_add(1, std::memory_order_seq_cst);
+      if (!writer_.load(std::memory_order_seq_cst)) [[likely]]
+        break;
+      changers_.fetch_sub(1, std::memory_order_release);
+    }
+    // Readers that take a slot after the count see it before they read anything.
+    drain_readers();
+    hold(this, Mode::kChanges);
+  }
+  // Whether this thread holds the latch (in any mode).
+  bool held_here() const { return held_latch == this; }
+  // Whether changes run now (a hint: they may end or begin at once).
+  bool changes_inside() const { return changers_.load(std::memory_order_relaxed) != 0; }
+  void unlock_changes() {
+    hold(nullptr, Mode::kShared);
+    changers_.fetch_sub(1, std::memory_order_release);
   }
 
   void lock(Purpose purpose = Purpose::kChange) {
     if (held_latch == this) [[unlikely]] {
-      if (purpose == Purpose::kRead && held_exclusive) {
+      if (purpose == Purpose::kRead && held_mode == Mode::kExclusive) {
         ++held_depth;
         return;
       }
-      if (purpose == Purpose::kChange)
-        fail(
-            "the database cannot be changed from inside another call on the same thread (a "
-            "scan's visit function may only read)");
+      if (purpose == Purpose::kChange || held_mode == Mode::kChanges) refuse_nested_change();
       fail(
           "this read cannot run inside a scan that holds the database shared (its visit "
           "function may read outside transactions only)");
@@ -77,15 +115,16 @@ class OperationLatch {
     // yields) rather than sleeping in the kernel, as a mutex would under contention.
     for (unsigned spins = 0; writer_.exchange(true, std::memory_order_seq_cst); ++spins)
       spin_back_off(spins);
-    // Threads that take a slot after this load see the flag before they read anything.
-    const std::size_t slots = thread_slots_in_use();
-    for (std::size_t i = 0; i < slots; ++i)
-      for (unsigned spins = 0; readers_.inside(i); ++spins) spin_back_off(spins);
-    hold(this, true);
+    // Threads that take a slot, or count themselves as changers, after this load see the flag
+    // before they touch anything.
+    drain_readers();
+    for (unsigned spins = 0; changers_.load(std::memory_order_seq_cst) != 0; ++spins)
+      spin_back_off(spins);
+    hold(this, Mode::kExclusive);
   }
   void unlock() {
     if (--held_depth > 0) return;
-    hold(nullptr, false);
+    hold(nullptr, Mode::kShared);
     writer_.store(false, std::memory_order_release);
   }
 
@@ -104,6 +143,16 @@ class OperationLatch {
    private:
     OperationLatch& latch_;
   };
+  class [[nodiscard]] Changes {
+   public:
+    explicit Changes(OperationLatch& latch) : latch_(latch) { latch_.lock_changes(); }
+    ~Changes() { latch_.unlock_changes(); }
+    Changes(const Changes&) = delete;
+    Changes& operator=(const Changes&) = delete;
+
+   private:
+    OperationLatch& latch_;
+  };
   class [[nodiscard]] Exclusive {
    public:
     explicit Exclusive(OperationLatch& latch, Purpose purpose = Purpose::kChange) : latch_(latch) {
@@ -118,18 +167,35 @@ class OperationLatch {
   };
 
  private:
-  static void hold(const OperationLatch* latch, bool exclusive) {
+  enum class Mode : std::uint8_t { kShared, kChanges, kExclusive };
+
+  static void hold(const OperationLatch* latch, Mode mode) {
     held_latch = latch;
     held_depth = latch != nullptr ? 1 : 0;
-    held_exclusive = exclusive;
+    held_mode = mode;
+  }
+  void drain_readers() const {
+    const std::size_t slots = thread_slots_in_use();
+    for (std::size_t i = 0; i < slots; ++i)
+      for (unsigned spins = 0; readers_.inside(i); ++spins) spin_back_off(spins);
+  }
+  [[noreturn]] static void refuse_nested_change() {
+    fail(
+        "the database cannot be changed from inside another call on the same thread (a "
+        "scan's visit function may only read)");
+  }
+  [[noreturn]] static void refuse_inside_changes() {
+    fail("a read cannot run inside a change on the same thread");
   }
 
   // The latch this thread holds, and how many times (nested reads), and in which mode.
   static inline thread_local const OperationLatch* held_latch = nullptr;
   static inline thread_local unsigned held_depth = 0;
-  static inline thread_local bool held_exclusive = false;
+  static inline thread_local Mode held_mode = Mode::kShared;
   ReaderSlots readers_;
   alignas(64) std::atomic<bool> writer_{false};
+  alignas(64) std::atomic<std::uint32_t> changers_{0};
+  alignas(64) std::atomic<std::uint32_t> readers_waiting_{0};
 };
 
 }  // namespace tristore

@@ -1,5 +1,7 @@
 #include "engine/transaction_manager.hpp"
 
+#include <mutex>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -59,6 +61,7 @@ std::span<const std::byte> with_undo_key(const LogRecord& record, std::span<cons
 
 void Transaction::commit() {
   state();
+  if (manager_->commit_beside(*state_)) return;
   const OperationLatch::Exclusive latched(manager_->latch());
   manager_->commit(*state_);
 }
@@ -102,8 +105,9 @@ void TransactionManager::refuse_if_restart_needed(std::string_view what) const {
 Transaction TransactionManager::begin() {
   refuse_if_restart_needed("begin a transaction");
   auto state = std::make_unique<TransactionState>();
-  state->reset(next_txn_++);
   state->locks.reserve(64);  // a typical transaction's row locks, in one allocation
+  const std::lock_guard latched(bookkeeping_);
+  state->reset(next_txn_++);
   active_[state->id] = state.get();
   return Transaction(this, std::move(state));
 }
@@ -119,6 +123,23 @@ TransactionState& TransactionManager::begin_autocommit() {
 void TransactionManager::commit(TransactionState& txn) {
   if (log_ != nullptr && txn.last_lsn != kNoLsn) txn.chain(log_->commit(txn.id, txn.last_lsn));
   finish(txn);
+}
+
+bool TransactionManager::commit_beside(TransactionState& txn) {
+  const OperationLatch::Changes latched(latch_);
+  if (log_ != nullptr && txn.last_lsn != kNoLsn) {
+    constexpr std::uint64_t kCommitBytes = log_record_size(0);
+    if (!reserve_beside(kCommitBytes)) return false;
+    try {
+      txn.chain(log_->commit(txn.id, txn.last_lsn));
+    } catch (...) {
+      release_beside(kCommitBytes);
+      throw;
+    }
+    release_beside(kCommitBytes);
+  }
+  finish(txn);
+  return true;
 }
 
 void TransactionManager::abort(TransactionState& txn) {
@@ -152,10 +173,12 @@ void TransactionManager::finish(TransactionState& txn) {
   live_undo_bytes_ -= txn.undo_copy_bytes;
   txn.undo_copy_bytes = 0;
   txn.finished = true;
-  if (&txn == &autocommit_)
+  if (&txn == &autocommit_) {
     autocommit_active_ = false;
-  else
+  } else {
+    const std::lock_guard latched(bookkeeping_);
     active_.erase(txn.id);
+  }
 }
 
 void TransactionManager::require_log_room(std::uint64_t operation_bytes, std::uint64_t undo_room,
@@ -194,7 +217,7 @@ void TransactionManager::make_room(std::uint64_t log_bytes) {
       "log full: the undo records of {} unfinished transaction(s) take {} bytes and a "
       "checkpoint must copy them forward, so a log of {} bytes has no room for an operation "
       "of up to {} bytes more; commit or abort sooner, or give the log more room",
-      unfinished, live_undo_bytes_, log_->capacity(), log_bytes);
+      unfinished, live_undo_bytes_.load(), log_->capacity(), log_bytes);
 }
 
 void TransactionManager::log_undo(TransactionState& txn, UndoTarget& table,

@@ -2,13 +2,15 @@
 // Transactions over the write-ahead log (docs/durability.md): ids, the log chain of each
 // transaction, logical undo records, commit, abort with compensation, checkpoints and restart
 // (analysis, redo, the losers' undo). Without a log (main-memory) it keeps undo in DRAM only.
-// Called with the database's operation latch held (engine/operation_latch.hpp), which it owns.
+// Called with the database's operation latch held (engine/operation_latch.hpp), which it owns:
+// exclusive, or in changes mode for begin, commit_beside and the calls of changes beside.
 //
 // Log space: before each changing operation (and each undo step) reserve() makes sure the log
 // can take the operation's records and the next checkpoint can still copy every live undo
 // record forward; a checkpoint copies them after its begin record, so it can always drop
 // everything before that. A transaction fails for lack of log space only when its live undo
 // fills about half the log.
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -17,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/spin_latch.hpp"
 #include "engine/durable_store.hpp"
 #include "engine/lock_manager.hpp"
 #include "engine/log_manager.hpp"
@@ -55,6 +58,10 @@ class TransactionManager {
   // The state of a single-operation transaction for calls without a Transaction (reused).
   TransactionState& begin_autocommit();
   void commit(TransactionState& txn);
+  // A commit beside changes (the latch taken in changes mode by this call): its record,
+  // group-committed with others', then its locks released. False (nothing done) when the log
+  // has no room for it without a checkpoint: the caller commits exclusively.
+  bool commit_beside(TransactionState& txn);
   void abort(TransactionState& txn);
   // A transaction whose abort failed: the manager lets go of it without logging anything.
   // From then on its undo records are no longer copied forward, so a durable manager refuses
@@ -79,6 +86,22 @@ class TransactionManager {
       return;
     make_room(log_bytes);
   }
+  // reserve() for a change beside others (engine/operation_latch.hpp, changes mode): the room
+  // stays set aside until release_beside(); false when only a checkpoint would make it (the
+  // exclusive latch's: the caller runs the change exclusively instead).
+  bool reserve_beside(std::uint64_t log_bytes) {
+    if (log_ == nullptr) return true;
+    const std::uint64_t reserved =
+        reserved_beside_.fetch_add(log_bytes, std::memory_order_relaxed) + log_bytes;
+    if (log_->free_bytes() >= reserved + live_undo_bytes_ + kSmallRecordsRoom &&
+        log_->end_lsn() < next_checkpoint_lsn_) [[likely]]
+      return true;
+    release_beside(log_bytes);
+    return false;
+  }
+  void release_beside(std::uint64_t log_bytes) {
+    if (log_ != nullptr) reserved_beside_.fetch_sub(log_bytes, std::memory_order_relaxed);
+  }
   // bytes: Config::checkpoint_interval_bytes (0: a quarter of the log's capacity).
   void set_checkpoint_interval(std::uint64_t bytes);
   // Logs (and remembers in txn) a logical undo record, before the table changes.
@@ -90,11 +113,14 @@ class TransactionManager {
   Lsn append_chained(TransactionState& txn, LogRecordType type,
                      std::initializer_list<std::span<const std::byte>> parts);
   void checkpoint();
-  bool in_operation() const { return in_operation_; }
-  void set_in_operation(bool value) { in_operation_ = value; }
+  // Operations logging now (several side by side in changes mode).
+  bool in_operation() const { return in_operation_.load(std::memory_order_relaxed) != 0; }
+  void set_in_operation(bool value) {
+    in_operation_.fetch_add(value ? 1 : -1, std::memory_order_relaxed);
+  }
 
   // Log bytes that live undo records (unfinished transactions, losers) would take as copies.
-  std::uint64_t live_undo_bytes() const { return live_undo_bytes_; }
+  std::uint64_t live_undo_bytes() const { return live_undo_bytes_.load(); }
   std::uint64_t checkpoints() const { return checkpoints_; }
 
   // Restart after open: analysis, redo, and the restoration of an interrupted nvm-direct
@@ -134,16 +160,21 @@ class TransactionManager {
   LogManager* log_;
   DurableStore* store_;
   TxnId next_txn_ = 1;
-  bool in_operation_ = false;
+  std::atomic<int> in_operation_{0};
   bool checkpointing_ = false;
   bool needs_restart_ = false;  // an abort failed (forget)
-  std::uint64_t live_undo_bytes_ = 0;
+  // Changed beside each other by changes (note_undo), apart from them by the exclusive holder.
+  std::atomic<std::uint64_t> live_undo_bytes_{0};
+  std::atomic<std::uint64_t> reserved_beside_{0};
   std::uint64_t checkpoint_interval_ = 0;
   Lsn next_checkpoint_lsn_ = ~Lsn{0};  // the log's end at which the interval has passed
   std::uint64_t checkpoints_ = 0;
   // Unfinished transactions begun with begin(); the autocommit one apart (no map insert per
   // operation): for_each_active visits both.
   std::map<TxnId, TransactionState*> active_;
+  // Over next_txn_ and active_ among begins and commits beside changes (the exclusive holder
+  // reads them without it).
+  SpinLatch bookkeeping_;
   LockManager locks_;
   mutable OperationLatch latch_;
   TransactionState autocommit_;

@@ -203,6 +203,18 @@ class BufferManager {
         mine.page_table_lookups.load(std::memory_order_relaxed) + page_table_lookups,
         std::memory_order_relaxed);
   }
+  // An operation in a transaction served beside others (tiers/resident_writes.hpp), or run
+  // again exclusively because it needed more; counted per thread.
+  void add_change_beside(bool retried) {
+    ThreadReads& mine = thread_reads_[thread_slot()];
+    std::atomic<std::uint64_t>& counter = retried ? mine.changes_retried : mine.changes_beside;
+    counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+  // A change beside others (tiers/resident_writes.hpp) of resident lines, by the holder of the
+  // frame's exclusive latch.
+  void mark_written(FrameHeader* frame, std::uint32_t offset, std::uint32_t length) {
+    mark_dirty(frame, offset, length);
+  }
 
  private:
   friend class Guard;
@@ -312,6 +324,8 @@ class BufferManager {
     std::atomic<std::uint64_t> page_table_lookups{0};
     std::atomic<std::uint64_t> nvm_lines_appended{0};  // by append_for_reader
     std::atomic<std::uint64_t> appends{0};
+    std::atomic<std::uint64_t> changes_beside{0};  // add_change_beside
+    std::atomic<std::uint64_t> changes_retried{0};
   };
   std::array<ThreadReads, kThreadSlots> thread_reads_;
 };

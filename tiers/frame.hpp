@@ -33,8 +33,10 @@ inline constexpr std::uint8_t kRetired = 64;     // let go, back to the pool aft
 struct FrameHeader {
   // Version-latch word (vmcache style): bits 0..55 version, bumped whenever the page changes
   // or leaves the frame; bit 63 the append latch: one thread at a time adds lines to the frame
-  // while readers share the database latch (tiers/reader_misses.cpp). Optimistic readers will
-  // validate against the version without a redesign.
+  // while readers share the database latch (tiers/reader_misses.cpp); bits 56..62 the frame
+  // latch of changes side by side (tiers/resident_writes.hpp): bit 62 one thread changing the
+  // page, bits 56..61 the threads reading it. Optimistic readers will validate against the
+  // version without a redesign.
   std::atomic<std::uint64_t> version{0};
   PageId page_id = kInvalidPageId;
   std::byte* nvm = nullptr;  // the NVM slot backing this page; null: not NVM-backed
@@ -68,7 +70,8 @@ struct FrameHeader {
     if (!has(frame_flag::kReferenced))
       flags.fetch_or(frame_flag::kReferenced, std::memory_order_relaxed);
   }
-  // A change by the exclusive latch's holder: nothing else touches the word.
+  // A change by the exclusive latch's holder (the database's, or the frame's): nothing else
+  // changes the word meanwhile.
   void bump_version() {
     version.store(version.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   }
@@ -85,6 +88,35 @@ struct FrameHeader {
       while ((version.load(std::memory_order_relaxed) & kAppendLatch) != 0) spin_back_off(spins++);
   }
   void unlatch_appends() { version.fetch_and(~kAppendLatch, std::memory_order_release); }
+
+  // The frame latch: taken with a compare-and-swap only from a word without the exclusive
+  // bit, so the exclusive holder's bump_version (a plain store) loses nothing.
+  static constexpr std::uint64_t kLatchShared = std::uint64_t{1} << 56;
+  static constexpr std::uint64_t kLatchSharedMask = std::uint64_t{63} << 56;
+  static constexpr std::uint64_t kLatchExclusive = std::uint64_t{1} << 62;
+  void latch_shared() {
+    for (unsigned spins = 0;; spin_back_off(spins++)) {
+      std::uint64_t word = version.load(std::memory_order_relaxed);
+      if ((word & kLatchExclusive) != 0 || (word & kLatchSharedMask) == kLatchSharedMask) continue;
+      if (version.compare_exchange_weak(word, word + kLatchShared, std::memory_order_acquire,
+                                        std::memory_order_relaxed))
+        return;
+    }
+  }
+  void unlatch_shared() { version.fetch_sub(kLatchShared, std::memory_order_release); }
+  void latch_exclusive() {
+    for (unsigned spins = 0;; spin_back_off(spins++)) {
+      std::uint64_t word = version.load(std::memory_order_relaxed);
+      if ((word & (kLatchExclusive | kLatchSharedMask)) != 0) continue;
+      if (version.compare_exchange_weak(word, word | kLatchExclusive, std::memory_order_acquire,
+                                        std::memory_order_relaxed))
+        return;
+    }
+  }
+  void unlatch_exclusive() { version.fetch_and(~kLatchExclusive, std::memory_order_release); }
+  bool latched() const {
+    return (version.load(std::memory_order_relaxed) & (kLatchExclusive | kLatchSharedMask)) != 0;
+  }
 };
 static_assert(sizeof(FrameHeader) == 40);
 
@@ -187,6 +219,21 @@ inline FullFrame* holding_full_frame(FrameHeader* frame) {
   if (!frame->is_mini()) [[likely]]
     return as_full(frame);
   return std::atomic_ref<FullFrame*>(as_mini(frame)->full).load(std::memory_order_acquire);
+}
+
+// The bytes [offset, offset + length) of a page where its frame holds them resident: in a
+// full frame, the full frame a promoted mini page forwards to, or a run of a mini page's
+// slots; null when a line is missing.
+inline const std::byte* resident_bytes(FrameHeader* frame, std::uint32_t offset,
+                                       std::uint32_t length) {
+  const std::size_t first = offset / kCacheLineSize;
+  const std::size_t last = (offset + length - 1) / kCacheLineSize;
+  if (const FullFrame* full = holding_full_frame(frame))
+    return full->is_resident(first, last) ? full->data + offset : nullptr;
+  const MiniPage* mini = as_mini(frame);
+  const std::size_t slot = mini->find_run(first, last);
+  if (slot == MiniPage::kSlots) return nullptr;
+  return mini->data + slot * kCacheLineSize + offset % kCacheLineSize;
 }
 
 // A full frame's bytes when every line is resident, else null (a mini page, or lines still

@@ -125,20 +125,6 @@ class ResidentReads {
     return Guard(&manager_, frame);
   }
 
-  // Resident bytes of a full frame, of a mini page or of the full frame it was promoted to;
-  // null when a line is missing.
-  static const std::byte* resident_bytes(FrameHeader* frame, std::uint32_t offset,
-                                         std::uint32_t length) {
-    const std::size_t first = offset / kCacheLineSize;
-    const std::size_t last = (offset + length - 1) / kCacheLineSize;
-    if (const FullFrame* full = holding_full_frame(frame))
-      return full->is_resident(first, last) ? full->data + offset : nullptr;
-    const MiniPage* mini = as_mini(frame);
-    const std::size_t slot = mini->find_run(first, last);
-    if (slot == MiniPage::kSlots) return nullptr;
-    return mini->data + slot * kCacheLineSize + offset % kCacheLineSize;
-  }
-
   [[noreturn]] static void refuse(const char* what) {
     throw std::logic_error(std::string("ResidentReads::") + what + ": a read-only access");
   }

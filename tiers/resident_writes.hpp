@@ -1,0 +1,161 @@
+#pragma once
+// Changes of single leaf entries side by side, while the database latch is held for changes
+// (engine/operation_latch.hpp): no reader outside a transaction and no exclusive holder runs,
+// so the buffer pool, the page table, the swips and every inner node stay as they are; only
+// leaf entries change. Each node is latched in its frame (FrameHeader::latch_shared): shared
+// on the way down, the leaf exclusive for its change (latch_for_change). A thread holds at
+// most one exclusive frame latch at a time, so the latches cannot deadlock.
+//
+// Anything more (a page not in DRAM, a swip to swizzle, a line not resident, a leaf to split
+// or merge, a leaf to change that is not a full frame with every line resident) throws
+// RetryExclusively before anything is changed, and the caller runs the operation again under
+// the exclusive latch. Fixes are counted per thread (BufferManager::add_resident_reads).
+//
+// It models PageAccess for lookups and single-entry changes; allocate_page, move_swips,
+// swip_of and free_page must never be reached (the B-tree refuses first: refuse_structure_change)
+// and throw std::logic_error.
+#include <cassert>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "common/types.hpp"
+#include "tiers/buffer_manager.hpp"
+#include "tiers/frame.hpp"
+#include "tiers/swip.hpp"
+
+namespace tristore {
+
+class ResidentWrites {
+ public:
+  // Not an Error: the operation runs again under the exclusive latch, never reported.
+  using RetryExclusively = BufferManager::RetryExclusively;
+
+  class Guard {
+   public:
+    Guard() = default;
+    Guard(Guard&& other) noexcept
+        : manager_(other.manager_),
+          frame_(std::exchange(other.frame_, nullptr)),
+          whole_(std::exchange(other.whole_, nullptr)),
+          exclusive_(std::exchange(other.exclusive_, false)) {}
+    Guard& operator=(Guard&& other) noexcept {
+      if (this != &other) {
+        release();
+        manager_ = other.manager_;
+        frame_ = std::exchange(other.frame_, nullptr);
+        whole_ = std::exchange(other.whole_, nullptr);
+        exclusive_ = std::exchange(other.exclusive_, false);
+      }
+      return *this;
+    }
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
+    ~Guard() { release(); }
+
+    PageId page_id() const { return frame_->page_id; }
+    const std::byte* read(std::uint32_t offset, std::uint32_t length) const {
+      if (whole_ != nullptr) [[likely]]
+        return whole_ + offset;
+      // A missing line is the exclusive latch's to load.
+      if (const std::byte* bytes = resident_bytes(frame_, offset, length)) return bytes;
+      throw RetryExclusively{};
+    }
+    // Only the leaf latched for its change, a full frame with every line resident.
+    std::byte* write(std::uint32_t offset, std::uint32_t length) {
+      assert(exclusive_ && whole_ != nullptr);
+      manager_->mark_written(frame_, offset, length);
+      return whole_ + offset;
+    }
+    std::byte* whole_page() const {
+      if (whole_ == nullptr) throw RetryExclusively{};
+      return whole_;
+    }
+    void mark_dirty(std::uint32_t offset, std::uint32_t length) {
+      assert(exclusive_ && whole_ != nullptr);
+      manager_->mark_written(frame_, offset, length);
+    }
+    void release() {
+      if (frame_ == nullptr) return;
+      FrameHeader* frame = std::exchange(frame_, nullptr);
+      whole_ = nullptr;
+      if (std::exchange(exclusive_, false))
+        frame->unlatch_exclusive();
+      else
+        frame->unlatch_shared();
+    }
+
+   private:
+    friend class ResidentWrites;
+    Guard(BufferManager* manager, FrameHeader* frame)
+        : manager_(manager), frame_(frame), whole_(data_if_whole(frame)) {}
+
+    BufferManager* manager_ = nullptr;
+    FrameHeader* frame_ = nullptr;  // latched shared, or exclusive_
+    std::byte* whole_ = nullptr;    // frame_'s data when it is a full frame, all lines resident
+    bool exclusive_ = false;
+  };
+
+  explicit ResidentWrites(BufferManager& manager) : manager_(manager) {}
+  // Counts this object's fixes into the manager's per-thread counters.
+  ~ResidentWrites() { manager_.add_resident_reads(swizzled_hits_, page_table_lookups_); }
+  ResidentWrites(const ResidentWrites&) = delete;
+  ResidentWrites& operator=(const ResidentWrites&) = delete;
+
+  Guard fix(Swip& swip, Guard* parent) {
+    FrameHeader* frame;
+    if (swip.is_swizzled()) [[likely]] {
+      ++swizzled_hits_;
+      frame = swip.frame<FrameHeader>();
+    } else {
+      frame = manager_.frame_in_dram(swip.page_id());
+      // Swizzling writes the parent and the child's back-reference: the exclusive latch's.
+      if (frame == nullptr ||
+          manager_.would_swizzle(swip, frame, parent != nullptr ? parent->frame_ : nullptr))
+        throw RetryExclusively{};
+      ++page_table_lookups_;
+    }
+    // Nothing leads to a frame let go once no reader is inside; should it, leave it alone.
+    constexpr std::uint8_t kLetGo =
+        frame_flag::kPromoted | frame_flag::kReplaced | frame_flag::kRetired;
+    if (frame->has(kLetGo)) [[unlikely]]
+      throw RetryExclusively{};
+    frame->latch_shared();
+    frame->mark_referenced();
+    return Guard(&manager_, frame);
+  }
+
+  // The leaf a change is about to write: its shared latch becomes exclusive. Another change
+  // may run in between, so the caller reads the leaf anew. A leaf not whole in a full frame
+  // is left to the exclusive latch (its change might need a line loaded halfway through).
+  void latch_for_change(Guard& leaf) {
+    assert(!leaf.exclusive_);
+    if (leaf.whole_ == nullptr) throw RetryExclusively{};
+    leaf.frame_->unlatch_shared();
+    leaf.frame_->latch_exclusive();
+    leaf.exclusive_ = true;
+  }
+  // A split, a merge or a new root: the exclusive latch's.
+  [[noreturn]] void refuse_structure_change() { throw RetryExclusively{}; }
+
+  [[noreturn]] Guard allocate_page() { refuse("allocate_page"); }
+  [[noreturn]] void move_swips(Guard&, std::uint32_t, Guard*, Swip*, std::uint32_t) {
+    refuse("move_swips");
+  }
+  [[noreturn]] Swip swip_of(const Guard&) { refuse("swip_of"); }
+  [[noreturn]] void free_page(Guard&&) { refuse("free_page"); }
+
+ private:
+  [[noreturn]] static void refuse(const char* what) {
+    throw std::logic_error(std::string("ResidentWrites::") + what +
+                           ": the B-tree changes single leaf entries only here");
+  }
+
+  BufferManager& manager_;
+  std::uint64_t swizzled_hits_ = 0;
+  std::uint64_t page_table_lookups_ = 0;
+};
+
+}  // namespace tristore

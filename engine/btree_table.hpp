@@ -37,7 +37,7 @@ class BTreeTable final : public TableInterface<K, V> {
   using ReadAccess = std::conditional_t<kLogged, Inner, MainMemoryAccess>;
   // Reads and changes in transactions run beside each other on the buffer manager
   // (tiers/resident_writes.hpp); elsewhere exclusively.
-  static constexpr bool kBesideChanges = std::is_same_v<Inner, BufferManager>;
+  static constexpr bool kReadsBeside = std::is_same_v<Inner, BufferManager>;
 
  public:
   using typename TableInterface<K, V>::Visit;
@@ -237,7 +237,7 @@ class BTreeTable final : public TableInterface<K, V> {
   static constexpr bool kRestartable = true;
   template <typename Body>
   auto reading(TransactionState* txn, bool restartable, Body&& body) {
-    if constexpr (kBesideChanges) {
+    if constexpr (kReadsBeside) {
       // Reads outside transactions too, while changes run (shared holders would wait for
       // them). Not inside another call (a scan's visit function): that nests where it is.
       const OperationLatch& latch = transactions_.latch();
@@ -280,7 +280,7 @@ class BTreeTable final : public TableInterface<K, V> {
   static constexpr bool kBeside = true;
   template <typename Body>
   bool changing(TransactionState* txn, const K& key, bool beside, Body&& body) {
-    if constexpr (kBesideChanges) {
+    if constexpr (kChangesBeside) {
       if (beside && txn != nullptr && transactions_.durable() &&
           !transactions_.latch().held_here()) {
         if (const std::optional<bool> changed = changing_beside(*txn, key, body)) return *changed;
@@ -306,11 +306,18 @@ class BTreeTable final : public TableInterface<K, V> {
 
   // The most a change logs on a tree of `levels`: its undo record (and that record's copy),
   // and its redo.
+  static constexpr std::uint64_t kUndoPayload = sizeof(UndoLogical) + sizeof(K) + sizeof(V);
   static constexpr std::uint64_t change_log_bytes(std::uint32_t levels) {
-    constexpr std::uint64_t kUndoPayload = sizeof(UndoLogical) + sizeof(K) + sizeof(V);
     return 2 * TransactionManager::undo_copy_bytes(kUndoPayload) +
            Context::max_operation_log_bytes(levels);
   }
+  // And beside others, where it changes one leaf entry: one record holding its undo and the
+  // leaf change (the key not repeated, at most the value's bytes), plus that undo's copy.
+  static constexpr std::uint64_t kBesideLogBytes =
+      log_record_size(kUndoPayload + sizeof(RedoPageBytes) + sizeof(LeafChange) + sizeof(V)) +
+      TransactionManager::undo_copy_bytes(kUndoPayload);
+  static constexpr bool kChangesBeside =
+      kReadsBeside && kBesideLogBytes <= TransactionManager::kBesideChangeBound;
 
   // The change beside other threads' (engine/operation_latch.hpp, changes mode): one leaf
   // entry of a page whose path is in DRAM, latched frame by frame (tiers/resident_writes.hpp),
@@ -326,16 +333,10 @@ class BTreeTable final : public TableInterface<K, V> {
       return std::nullopt;
     }
     lock_row(&txn, key, LockMode::kExclusive);
-    const std::uint64_t log_bytes = change_log_bytes(height_->height + 1);
-    if (!transactions_.reserve_beside(log_bytes)) {
+    if (!transactions_.room_beside()) {
       manager.add_change_beside(true);
       return std::nullopt;
     }
-    struct Reserved {
-      TransactionManager& transactions;
-      std::uint64_t bytes;
-      ~Reserved() { transactions.release_beside(bytes); }
-    } reserved{transactions_, log_bytes};
     ResidentWrites writes(manager);
     OperationLog<ResidentWrites>& log = this_threads_log();
     log.bind(writes, transactions_, true);

@@ -93,8 +93,9 @@ class OperationLatch {
   }
   // Whether this thread holds the latch (in any mode).
   bool held_here() const { return held_latch == this; }
-  // Whether changes run now (a hint: they may end or begin at once).
-  bool changes_inside() const { return changers_.load(std::memory_order_relaxed) != 0; }
+  // Whether changes run now (a hint: they may end or begin at once), and how many.
+  bool changes_inside() const { return changers() != 0; }
+  std::uint32_t changers() const { return changers_.load(std::memory_order_relaxed); }
   void unlock_changes() {
     hold(nullptr, Mode::kShared);
     changers_.fetch_sub(1, std::memory_order_release);

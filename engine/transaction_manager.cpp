@@ -128,15 +128,8 @@ void TransactionManager::commit(TransactionState& txn) {
 bool TransactionManager::commit_beside(TransactionState& txn) {
   const OperationLatch::Changes latched(latch_);
   if (log_ != nullptr && txn.last_lsn != kNoLsn) {
-    constexpr std::uint64_t kCommitBytes = log_record_size(0);
-    if (!reserve_beside(kCommitBytes)) return false;
-    try {
-      txn.chain(log_->commit(txn.id, txn.last_lsn));
-    } catch (...) {
-      release_beside(kCommitBytes);
-      throw;
-    }
-    release_beside(kCommitBytes);
+    if (!room_beside()) return false;
+    txn.chain(log_->commit(txn.id, txn.last_lsn));
   }
   finish(txn);
   return true;

@@ -86,21 +86,17 @@ class TransactionManager {
       return;
     make_room(log_bytes);
   }
-  // reserve() for a change beside others (engine/operation_latch.hpp, changes mode): the room
-  // stays set aside until release_beside(); false when only a checkpoint would make it (the
-  // exclusive latch's: the caller runs the change exclusively instead).
-  bool reserve_beside(std::uint64_t log_bytes) {
+  // reserve() for changes beside each other (engine/operation_latch.hpp, changes mode): each
+  // changer inside appends at most kBesideChangeBound bytes (its record, with its undo, and
+  // that undo's copy), so the room for all of them is checked, not set aside: a changer that
+  // entered later checks for itself too. False when only a checkpoint would make the room
+  // (the exclusive latch's: the caller runs exclusively instead). Called in changes mode.
+  static constexpr std::uint64_t kBesideChangeBound = 16 * 1024;
+  bool room_beside() const {
     if (log_ == nullptr) return true;
-    const std::uint64_t reserved =
-        reserved_beside_.fetch_add(log_bytes, std::memory_order_relaxed) + log_bytes;
-    if (log_->free_bytes() >= reserved + live_undo_bytes_ + kSmallRecordsRoom &&
-        log_->end_lsn() < next_checkpoint_lsn_) [[likely]]
-      return true;
-    release_beside(log_bytes);
-    return false;
-  }
-  void release_beside(std::uint64_t log_bytes) {
-    if (log_ != nullptr) reserved_beside_.fetch_sub(log_bytes, std::memory_order_relaxed);
+    return log_->free_bytes() >=
+               latch_.changers() * kBesideChangeBound + live_undo_bytes_ + kSmallRecordsRoom &&
+           log_->end_lsn() < next_checkpoint_lsn_;
   }
   // bytes: Config::checkpoint_interval_bytes (0: a quarter of the log's capacity).
   void set_checkpoint_interval(std::uint64_t bytes);
@@ -165,7 +161,6 @@ class TransactionManager {
   bool needs_restart_ = false;  // an abort failed (forget)
   // Changed beside each other by changes (note_undo), apart from them by the exclusive holder.
   std::atomic<std::uint64_t> live_undo_bytes_{0};
-  std::atomic<std::uint64_t> reserved_beside_{0};
   std::uint64_t checkpoint_interval_ = 0;
   Lsn next_checkpoint_lsn_ = ~Lsn{0};  // the log's end at which the interval has passed
   std::uint64_t checkpoints_ = 0;

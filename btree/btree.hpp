@@ -150,7 +150,7 @@ class BTree {
     K next = from;
     while (visited < limit) {
       std::optional<K> fence;  // the smallest key above this leaf's range
-      std::size_t n = copy_leaf_from(next, limit - visited, batch, fence);
+      std::size_t n = copy_leaf_from(next, limit - visited, batch, fence, [](const K&) {});
       for (std::size_t e = 0; e < n; ++e) {
         K k;
         V v;
@@ -165,6 +165,47 @@ class BTree {
       next = *fence;
     }
     return visited;
+  }
+
+  // One leaf of a scan: the entries with key >= from in the leaf that holds `from`, at most
+  // `limit`, copied into batch (key, value, key, value...), and in `fence` the smallest key
+  // above the leaf's range (none: the last leaf). on_copied(key) runs for each entry copied
+  // while the leaf is still held (BTreeTable locks the rows there).
+  template <typename OnCopied>
+  std::size_t copy_leaf_from(const K& from, std::size_t limit, std::vector<std::byte>& batch,
+                             std::optional<K>& fence, OnCopied&& on_copied) {
+    fence.reset();
+    Guard node = access_.fix(root_, nullptr);
+    for (std::uint32_t depth = 1;; check_depth(node, ++depth)) {
+      latch_if_leaf(node, false);
+      const NodeHeader h = header(node);
+      if (h.is_leaf) break;
+      std::uint32_t i = upper_bound(node, h.count, from);
+      if (i < h.count) fence = key_at(node, i);
+      Guard child = access_.fix(swip_at(node, i), &node);
+      node = std::move(child);
+    }
+    const std::byte* page = node.whole_page();
+    std::uint32_t count = checked(node, load<NodeHeader>(page + kNodeHeaderOffset)).count;
+    std::uint32_t i = 0, hi = count;  // lower bound of `from`
+    while (i < hi) {
+      std::uint32_t mid = i + (hi - i) / 2;
+      if (load<K>(page + Leaf::key_offset(mid)) < from)
+        i = mid + 1;
+      else
+        hi = mid;
+    }
+    std::size_t n = std::min<std::size_t>(count - i, limit);
+    batch.resize(n * (sizeof(K) + sizeof(V)));
+    for (std::size_t e = 0; e < n; ++e) {
+      std::byte* out = batch.data() + e * (sizeof(K) + sizeof(V));
+      std::memcpy(out, page + Leaf::key_offset(i + e), sizeof(K));
+      std::memcpy(out + sizeof(K), page + Leaf::value_offset(i + e), sizeof(V));
+      K key;
+      std::memcpy(&key, out, sizeof(K));
+      on_copied(static_cast<const K&>(key));
+    }
+    return n;
   }
 
   // Fills the empty tree with `count` entries; generate(i, key, value) gives the i-th, in
@@ -321,9 +362,10 @@ class BTree {
     return lo;
   }
 
-  Guard find_leaf(const K& key, std::uint32_t& count) {
+  Guard find_leaf(const K& key, std::uint32_t& count, bool for_change = false) {
     Guard node = access_.fix(root_, nullptr);
     for (std::uint32_t depth = 1;; check_depth(node, ++depth)) {
+      latch_if_leaf(node, for_change);
       NodeHeader h = header(node);
       if (h.is_leaf) {
         count = h.count;
@@ -334,16 +376,19 @@ class BTree {
     }
   }
 
-  // The leaf a change of one entry goes to. An access that changes leaves beside other
-  // threads (tiers/resident_writes.hpp) latches it for the change here; it may have changed
-  // since the walk read it, so its count is read anew.
-  Guard find_leaf_to_change(const K& key, std::uint32_t& count) {
-    Guard leaf = find_leaf(key, count);
-    if constexpr (requires { access_.latch_for_change(leaf); }) {
-      access_.latch_for_change(leaf);
-      count = header(leaf).count;
+  // An access that changes leaves beside other threads (tiers/resident_writes.hpp) latches
+  // leaves only, shared, or exclusive for a change: no inner node changes while it runs. A
+  // leaf is told by its is_leaf byte, which no change of an entry writes.
+  void latch_if_leaf(Guard& node, bool for_change) {
+    if constexpr (requires { access_.latch_leaf(node, for_change); }) {
+      std::uint8_t is_leaf;
+      std::memcpy(&is_leaf, node.read(kNodeHeaderOffset + offsetof(NodeHeader, is_leaf), 1), 1);
+      if (is_leaf != 0) access_.latch_leaf(node, for_change);
     }
-    return leaf;
+  }
+  // The leaf a change of one entry goes to.
+  Guard find_leaf_to_change(const K& key, std::uint32_t& count) {
+    return find_leaf(key, count, true);
   }
   // Such an access leaves splits and merges to others (it throws).
   void structure_change() {
@@ -626,38 +671,6 @@ class BTree {
     set_count(root, ch.count);
     // 3. The child's swip is still parked in place: free it.
     access_.free_page(std::move(child));
-  }
-
-  // Copies up to `limit` entries with key >= from out of the leaf that holds `from`.
-  std::size_t copy_leaf_from(const K& from, std::size_t limit, std::vector<std::byte>& batch,
-                             std::optional<K>& fence) {
-    Guard node = access_.fix(root_, nullptr);
-    std::uint32_t depth = 1;
-    for (NodeHeader h = header(node); !h.is_leaf; h = header(node)) {
-      check_depth(node, ++depth);
-      std::uint32_t i = upper_bound(node, h.count, from);
-      if (i < h.count) fence = key_at(node, i);
-      Guard child = access_.fix(swip_at(node, i), &node);
-      node = std::move(child);
-    }
-    const std::byte* page = node.whole_page();
-    std::uint32_t count = checked(node, load<NodeHeader>(page + kNodeHeaderOffset)).count;
-    std::uint32_t i = 0, hi = count;  // lower bound of `from`
-    while (i < hi) {
-      std::uint32_t mid = i + (hi - i) / 2;
-      if (load<K>(page + Leaf::key_offset(mid)) < from)
-        i = mid + 1;
-      else
-        hi = mid;
-    }
-    std::size_t n = std::min<std::size_t>(count - i, limit);
-    batch.resize(n * (sizeof(K) + sizeof(V)));
-    for (std::size_t e = 0; e < n; ++e) {
-      std::byte* out = batch.data() + e * (sizeof(K) + sizeof(V));
-      std::memcpy(out, page + Leaf::key_offset(i + e), sizeof(K));
-      std::memcpy(out + sizeof(K), page + Leaf::value_offset(i + e), sizeof(V));
-    }
-    return n;
   }
 
   template <typename Generate>

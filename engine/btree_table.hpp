@@ -57,21 +57,23 @@ class BTreeTable final : public TableInterface<K, V> {
 
   std::uint32_t table_id() const override { return table_id_; }
 
-  // Reads in a transaction lock the row shared; reads outside one fail on a row an open
-  // transaction changed (engine/lock_manager.hpp).
+  // Reads in a transaction lock the row shared first; reads outside one fail on a row an open
+  // transaction changed (engine/lock_manager.hpp), checked after the read: a change beside it
+  // takes its lock before it writes, and no abort runs meanwhile, so a row read before its
+  // changer's lock is still as committed (reading_row).
   bool get(TransactionState* txn, const K& key, V& out) override {
     return reading(txn, kRestartable, [&](auto& tree) {
-      lock_row(txn, key, LockMode::kShared);
-      return tree.lookup(key, out);
+      return reading_row(txn, key, [&] { return tree.lookup(key, out); });
     });
   }
   bool get_part(TransactionState* txn, const K& key, std::size_t offset, std::size_t length,
                 void* out) override {
     check_part(offset, length);
     return reading(txn, kRestartable, [&](auto& tree) {
-      lock_row(txn, key, LockMode::kShared);
-      return tree.lookup_part(key, static_cast<std::uint32_t>(offset),
-                              static_cast<std::uint32_t>(length), out);
+      return reading_row(txn, key, [&] {
+        return tree.lookup_part(key, static_cast<std::uint32_t>(offset),
+                                static_cast<std::uint32_t>(length), out);
+      });
     });
   }
   // Each row visited is locked (in a transaction) or checked as a get would be; with no row
@@ -79,9 +81,12 @@ class BTreeTable final : public TableInterface<K, V> {
   // locked against (no key-range locks): a scan repeated in a transaction may see them.
   std::size_t scan(TransactionState* txn, const K& from, std::size_t limit,
                    const Visit& visit) override {
+    if constexpr (kReadsBeside) {
+      if (!transactions_.latch().held_here()) return scan_leaf_by_leaf(txn, from, limit, visit);
+    }
     // Not restartable: the caller's visit has already seen the rows before a restart.
     return reading(txn, !kRestartable, [&](auto& tree) {
-      if (txn == nullptr && transactions_.locks().locked_rows() == 0)
+      if (txn == nullptr && !transactions_.locks().any_locked())
         return tree.scan(from, limit, visit);
       return tree.scan(from, limit, [&](const K& key, const V& value) {
         lock_row(txn, key, LockMode::kShared);
@@ -218,13 +223,21 @@ class BTreeTable final : public TableInterface<K, V> {
                 "a table key type must have no padding bytes (row locks hash its bytes)");
   void lock_row(TransactionState* txn, const K& key, LockMode mode) {
     LockManager& locks = transactions_.locks();
-    if (txn == nullptr && locks.locked_rows() == 0) [[likely]]
+    if (txn == nullptr && !locks.any_locked()) [[likely]]
       return;  // nothing to check against, and the name is not needed
     const LockName name = lock_name(table_id_, std::as_bytes(std::span(&key, 1)));
     if (txn != nullptr)
       locks.lock(*txn, table_id_, name, mode);
     else
       locks.check_free(table_id_, name, mode);
+  }
+
+  template <typename Read>
+  bool reading_row(TransactionState* txn, const K& key, Read&& read) {
+    if (txn != nullptr) lock_row(txn, key, LockMode::kShared);
+    const bool found = read();
+    if (txn == nullptr) lock_row(nullptr, key, LockMode::kShared);
+    return found;
   }
 
   // body(tree) runs a read on a tree. Outside any transaction (no lock to take) it holds the
@@ -243,7 +256,8 @@ class BTreeTable final : public TableInterface<K, V> {
       const OperationLatch& latch = transactions_.latch();
       if (restartable && !latch.held_here() && (txn != nullptr || latch.changes_inside())) {
         try {
-          const OperationLatch::Changes latched(transactions_.latch());
+          const OperationLatch::Changes latched(transactions_.latch(),
+                                                OperationLatch::Purpose::kRead);
           ResidentWrites reads(context_.inner());
           BTree<K, V, ResidentWrites> tree(reads, root_);
           auto result = body(tree);
@@ -278,6 +292,45 @@ class BTreeTable final : public TableInterface<K, V> {
   // in a transaction that may run beside others (beside) is tried so first (changing_beside);
   // otherwise, or when it needs more, it runs under the exclusive latch.
   static constexpr bool kBeside = true;
+  // A scan on the buffer manager: each leaf is copied, its rows locked (or checked) while it
+  // is held, under the latch taken for that leaf alone, as a get would take it (a leaf that
+  // needs more is copied again exclusively); the rows are visited with no latch held, so the
+  // visit function may read, while a change from inside is refused as ever
+  // (OperationLatch::Visiting).
+  std::size_t scan_leaf_by_leaf(TransactionState* txn, const K& from, std::size_t limit,
+                                const Visit& visit) {
+    std::vector<std::byte> batch;
+    std::size_t visited = 0;
+    K next = from;
+    while (visited < limit) {
+      bool more = false;  // the leaf has a right neighbour, whose keys start at fence
+      K fence = next;
+      const std::size_t copied = reading(txn, kRestartable, [&](auto& tree) {
+        std::optional<K> leaf_fence;
+        const std::size_t n =
+            tree.copy_leaf_from(next, limit - visited, batch, leaf_fence,
+                                [&](const K& key) { lock_row(txn, key, LockMode::kShared); });
+        more = leaf_fence.has_value();
+        if (more) fence = *leaf_fence;
+        return n;
+      });
+      const OperationLatch::Visiting visiting(transactions_.latch());
+      for (std::size_t e = 0; e < copied; ++e) {
+        K key;
+        V value;
+        std::memcpy(&key, batch.data() + e * (sizeof(K) + sizeof(V)), sizeof(K));
+        std::memcpy(&value, batch.data() + e * (sizeof(K) + sizeof(V)) + sizeof(K), sizeof(V));
+        ++visited;
+        if (!visit(static_cast<const K&>(key), static_cast<const V&>(value))) return visited;
+      }
+      if (!more) break;
+      // Separators rise from leaf to leaf; one that does not is a damaged inner page.
+      if (!(next < fence)) fail("corrupt B-tree: the scan's next separator does not rise");
+      next = fence;
+    }
+    return visited;
+  }
+
   template <typename Body>
   bool changing(TransactionState* txn, const K& key, bool beside, Body&& body) {
     if constexpr (kChangesBeside) {

@@ -14,15 +14,17 @@ LockName lock_name(std::uint32_t table_id, std::span<const std::byte> key) {
   return (static_cast<LockName>(table_id) + 1) << 32 | hash;
 }
 
-LockManager::LockManager() : slots_(1024) {}
+LockManager::LockManager() = default;
 
 void LockManager::lock(TransactionState& txn, std::uint32_t table_id, LockName name,
                        LockMode mode) {
-  const std::lock_guard latched(latch_);
-  Lock* found = find(name);
+  Partition& partition = partition_of(name);
+  const std::lock_guard latched(partition.latch);
+  Lock* found = partition.find(name);
   if (found == nullptr) {
     // 1. A row nobody holds.
-    Lock& lock = insert(name);
+    Lock& lock = partition.insert(name);
+    if (txn.locks.empty()) lockers_.fetch_add(1, std::memory_order_acq_rel);
     if (mode == LockMode::kShared) {
       lock.shared = 1;
       lock.shared_by = txn.id;
@@ -50,12 +52,15 @@ void LockManager::lock(TransactionState& txn, std::uint32_t table_id, LockName n
     lock.shared_by = 0;
     lock.exclusive = txn.id;
   }
-  if (!shared_by_me) txn.locks.push_back(name);
+  if (shared_by_me) return;
+  if (txn.locks.empty()) lockers_.fetch_add(1, std::memory_order_acq_rel);
+  txn.locks.push_back(name);
 }
 
 void LockManager::check_free_slow(std::uint32_t table_id, LockName name, LockMode mode) const {
-  const std::lock_guard latched(latch_);
-  const Lock* lock = find(name);
+  const Partition& partition = partition_of(name);
+  const std::lock_guard latched(partition.latch);
+  const Lock* lock = partition.find(name);
   if (lock == nullptr) return;
   if (lock->exclusive != 0) conflict(0, lock->exclusive, table_id, mode);
   if (mode == LockMode::kExclusive && lock->shared != 0)
@@ -63,9 +68,11 @@ void LockManager::check_free_slow(std::uint32_t table_id, LockName name, LockMod
 }
 
 void LockManager::release_all(TransactionState& txn) {
-  const std::lock_guard latched(latch_);
+  if (txn.locks.empty()) return;
   for (const LockName name : txn.locks) {
-    Lock* lock = find(name);
+    Partition& partition = partition_of(name);
+    const std::lock_guard latched(partition.latch);
+    Lock* lock = partition.find(name);
     if (lock == nullptr) continue;
     if (lock->exclusive == txn.id) {
       lock->exclusive = 0;
@@ -73,9 +80,19 @@ void LockManager::release_all(TransactionState& txn) {
       --lock->shared;
       if (lock->shared_by == txn.id) lock->shared_by = 0;
     }
-    if (lock->exclusive == 0 && lock->shared == 0) erase(lock);
+    if (lock->exclusive == 0 && lock->shared == 0) partition.erase(lock);
   }
   txn.locks.clear();
+  lockers_.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+std::size_t LockManager::locked_rows() const {
+  std::size_t rows = 0;
+  for (const Partition& partition : partitions_) {
+    const std::lock_guard latched(partition.latch);
+    rows += partition.count;
+  }
+  return rows;
 }
 
 bool LockManager::holds(const TransactionState& txn, LockName name) {
@@ -84,49 +101,49 @@ bool LockManager::holds(const TransactionState& txn, LockName name) {
   return false;
 }
 
-LockManager::Lock* LockManager::find(LockName name) {
-  return const_cast<Lock*>(static_cast<const LockManager*>(this)->find(name));
+LockManager::Lock* LockManager::Partition::find(LockName name) {
+  return const_cast<Lock*>(static_cast<const Partition*>(this)->find(name));
 }
 
-const LockManager::Lock* LockManager::find(LockName name) const {
-  const std::size_t mask = slots_.size() - 1;
+const LockManager::Lock* LockManager::Partition::find(LockName name) const {
+  const std::size_t mask = slots.size() - 1;
   for (std::size_t i = name & mask;; i = (i + 1) & mask) {
-    if (slots_[i].name == name) return &slots_[i];
-    if (slots_[i].name == 0) return nullptr;
+    if (slots[i].name == name) return &slots[i];
+    if (slots[i].name == 0) return nullptr;
   }
 }
 
-LockManager::Lock& LockManager::insert(LockName name) {
-  if (2 * (count_ + 1) > slots_.size()) grow();
-  const std::size_t mask = slots_.size() - 1;
+LockManager::Lock& LockManager::Partition::insert(LockName name) {
+  if (2 * (count + 1) > slots.size()) grow();
+  const std::size_t mask = slots.size() - 1;
   std::size_t i = name & mask;
-  while (slots_[i].name != 0) i = (i + 1) & mask;
-  ++count_;
-  slots_[i] = Lock{.name = name};
-  return slots_[i];
+  while (slots[i].name != 0) i = (i + 1) & mask;
+  ++count;
+  slots[i] = Lock{.name = name};
+  return slots[i];
 }
 
-void LockManager::erase(Lock* lock) {
+void LockManager::Partition::erase(Lock* lock) {
   // Backward shift: move later entries of the probe run into the hole, so that no lookup
   // stops early at it (no tombstones).
-  const std::size_t mask = slots_.size() - 1;
-  auto hole = static_cast<std::size_t>(lock - slots_.data());
-  for (std::size_t i = (hole + 1) & mask; slots_[i].name != 0; i = (i + 1) & mask) {
-    const std::size_t home = slots_[i].name & mask;
+  const std::size_t mask = slots.size() - 1;
+  auto hole = static_cast<std::size_t>(lock - slots.data());
+  for (std::size_t i = (hole + 1) & mask; slots[i].name != 0; i = (i + 1) & mask) {
+    const std::size_t home = slots[i].name & mask;
     // The entry may fill the hole if its home lies at or before the hole, cyclically.
     if (((i - home) & mask) >= ((i - hole) & mask)) {
-      slots_[hole] = slots_[i];
+      slots[hole] = slots[i];
       hole = i;
     }
   }
-  slots_[hole] = Lock{};
-  --count_;
+  slots[hole] = Lock{};
+  --count;
 }
 
-void LockManager::grow() {
-  std::vector<Lock> old(slots_.size() * 2);
-  old.swap(slots_);
-  count_ = 0;
+void LockManager::Partition::grow() {
+  std::vector<Lock> old(slots.size() * 2);
+  old.swap(slots);
+  count = 0;
   for (const Lock& lock : old)
     if (lock.name != 0) insert(lock.name) = lock;
 }

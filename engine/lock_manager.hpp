@@ -16,9 +16,12 @@
 // hashes collide share a lock, a spurious conflict at worst (for a transaction holding a
 // hundred locks, about one lock in 40 million). The table is open addressing
 // (linear probing, no allocation per lock): a transaction takes a lock per row it touches.
-// Safe for threads: the table has a latch of its own (changes side by side take locks under
-// the database latch's changes mode, engine/operation_latch.hpp); the count of locked rows
-// is read without it.
+// Safe for threads (changes side by side take locks under the database latch's changes mode,
+// engine/operation_latch.hpp): the table is split into partitions by the key's hash, each
+// with a latch of its own, so that threads locking different rows seldom meet. Readers
+// outside transactions first ask whether any transaction holds a lock at all (one word,
+// changed once per transaction that locks, not once per lock).
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -55,13 +58,16 @@ class LockManager {
   // For an operation outside any transaction: LockConflict if another transaction holds name
   // in a mode that excludes mode.
   void check_free(std::uint32_t table_id, LockName name, LockMode mode) const {
-    if (count_.load(std::memory_order_relaxed) == 0) [[likely]]
+    if (!any_locked()) [[likely]]
       return;
     check_free_slow(table_id, name, mode);
   }
   // At commit or abort (after its undo): every lock txn holds.
   void release_all(TransactionState& txn);
-  std::size_t locked_rows() const { return count_.load(std::memory_order_relaxed); }
+  // Whether a transaction holds a lock now (a hint: one may take or drop its locks at once).
+  bool any_locked() const { return lockers_.load(std::memory_order_acquire) != 0; }
+  // Rows locked now (tests).
+  std::size_t locked_rows() const;
 
  private:
   struct Lock {
@@ -70,19 +76,31 @@ class LockManager {
     TxnId shared_by = 0;       // a shared holder, 0 if unknown (one of several has left)
     std::uint32_t shared = 0;  // shared holders (the exclusive holder not among them)
   };
+  // One partition: open addressing over a power of two of slots, at most half full.
+  struct alignas(64) Partition {
+    mutable SpinLatch latch;
+    std::vector<Lock> slots = std::vector<Lock>(64);
+    std::size_t count = 0;
+
+    Lock* find(LockName name);
+    const Lock* find(LockName name) const;
+    Lock& insert(LockName name);
+    void erase(Lock* lock);
+    void grow();
+  };
+  static constexpr std::size_t kPartitions = 64;
+  // By hash bits above those that pick the slot (names differ most in their low half).
+  Partition& partition_of(LockName name) { return partitions_[(name >> 26) % kPartitions]; }
+  const Partition& partition_of(LockName name) const {
+    return partitions_[(name >> 26) % kPartitions];
+  }
   static bool holds(const TransactionState& txn, LockName name);
-  Lock* find(LockName name);
-  const Lock* find(LockName name) const;
-  Lock& insert(LockName name);
-  void erase(Lock* lock);
-  void grow();
   void check_free_slow(std::uint32_t table_id, LockName name, LockMode mode) const;
   [[noreturn]] static void conflict(TxnId txn, TxnId holder, std::uint32_t table_id,
                                     LockMode wanted);
 
-  std::vector<Lock> slots_;  // a power of two, at most half full
-  std::atomic<std::size_t> count_{0};
-  mutable SpinLatch latch_;  // over slots_ and count_'s changes
+  std::array<Partition, kPartitions> partitions_;
+  alignas(64) std::atomic<std::size_t> lockers_{0};  // transactions holding a lock
 };
 
 }  // namespace tristore

@@ -568,11 +568,11 @@ class LoggedAccess {
     inner_.move_swips(to.inner_, offset,
                       source_parent != nullptr ? &source_parent->inner_ : nullptr, swips, count);
   }
-  // Changes beside other threads (tiers/resident_writes.hpp): the leaf's latch, and no splits.
-  void latch_for_change(Guard& leaf) requires requires(Inner& inner, InnerGuard& guard) {
-    inner.latch_for_change(guard);
+  // Changes beside other threads (tiers/resident_writes.hpp): leaves latched, and no splits.
+  void latch_leaf(Guard& leaf, bool for_change) requires requires(Inner& inner, InnerGuard& guard) {
+    inner.latch_leaf(guard, for_change);
   }
-  { inner_.latch_for_change(leaf.inner_); }
+  { inner_.latch_leaf(leaf.inner_, for_change); }
   void refuse_structure_change() requires requires(Inner& inner) {
     inner.refuse_structure_change();
   }

@@ -73,9 +73,9 @@ class OperationLatch {
     readers_.leave();
   }
 
-  // Changes side by side; never nested.
-  void lock_changes() {
-    if (held_latch == this) [[unlikely]]
+  // Changes side by side (or reads among them); never nested.
+  void lock_changes(Purpose purpose = Purpose::kChange) {
+    if (held_latch == this || (purpose == Purpose::kChange && visiting_latch == this)) [[unlikely]]
       refuse_nested_change();
     for (;;) {
       for (unsigned spins = 0; writer_.load(std::memory_order_acquire) ||
@@ -102,6 +102,8 @@ class OperationLatch {
   }
 
   void lock(Purpose purpose = Purpose::kChange) {
+    if (purpose == Purpose::kChange && visiting_latch == this) [[unlikely]]
+      refuse_nested_change();
     if (held_latch == this) [[unlikely]] {
       if (purpose == Purpose::kRead && held_mode == Mode::kExclusive) {
         ++held_depth;
@@ -146,13 +148,28 @@ class OperationLatch {
   };
   class [[nodiscard]] Changes {
    public:
-    explicit Changes(OperationLatch& latch) : latch_(latch) { latch_.lock_changes(); }
+    explicit Changes(OperationLatch& latch, Purpose purpose = Purpose::kChange) : latch_(latch) {
+      latch_.lock_changes(purpose);
+    }
     ~Changes() { latch_.unlock_changes(); }
     Changes(const Changes&) = delete;
     Changes& operator=(const Changes&) = delete;
 
    private:
     OperationLatch& latch_;
+  };
+  // A scan's visit function running while the scan holds no latch (it takes it leaf by leaf):
+  // it may read, but a change from inside is refused as if the scan held the latch.
+  class [[nodiscard]] Visiting {
+   public:
+    explicit Visiting(const OperationLatch& latch)
+        : previous_(std::exchange(visiting_latch, &latch)) {}
+    ~Visiting() { visiting_latch = previous_; }
+    Visiting(const Visiting&) = delete;
+    Visiting& operator=(const Visiting&) = delete;
+
+   private:
+    const OperationLatch* previous_;
   };
   class [[nodiscard]] Exclusive {
    public:
@@ -193,6 +210,8 @@ class OperationLatch {
   static inline thread_local const OperationLatch* held_latch = nullptr;
   static inline thread_local unsigned held_depth = 0;
   static inline thread_local Mode held_mode = Mode::kShared;
+  // The latch whose scan's visit function this thread runs (Visiting).
+  static inline thread_local const OperationLatch* visiting_latch = nullptr;
   ReaderSlots readers_;
   alignas(64) std::atomic<bool> writer_{false};
   alignas(64) std::atomic<std::uint32_t> changers_{0};

@@ -2,9 +2,9 @@
 // Changes of single leaf entries side by side, while the database latch is held for changes
 // (engine/operation_latch.hpp): no reader outside a transaction and no exclusive holder runs,
 // so the buffer pool, the page table, the swips and every inner node stay as they are; only
-// leaf entries change. Each node is latched in its frame (FrameHeader::latch_shared): shared
-// on the way down, the leaf exclusive for its change (latch_for_change). A thread holds at
-// most one exclusive frame latch at a time, so the latches cannot deadlock.
+// leaf entries change. So inner nodes are read without a latch, and leaves are latched in
+// their frame (latch_leaf: FrameHeader::latch_shared, or latch_exclusive for a change). A
+// thread holds at most one frame latch at a time, so the latches cannot deadlock.
 //
 // Anything more (a page not in DRAM, a swip to swizzle, a line not resident, a leaf to split
 // or merge, a leaf to change that is not a full frame with every line resident) throws
@@ -40,14 +40,14 @@ class ResidentWrites {
         : manager_(other.manager_),
           frame_(std::exchange(other.frame_, nullptr)),
           whole_(std::exchange(other.whole_, nullptr)),
-          exclusive_(std::exchange(other.exclusive_, false)) {}
+          latched_(std::exchange(other.latched_, Latched::kNo)) {}
     Guard& operator=(Guard&& other) noexcept {
       if (this != &other) {
         release();
         manager_ = other.manager_;
         frame_ = std::exchange(other.frame_, nullptr);
         whole_ = std::exchange(other.whole_, nullptr);
-        exclusive_ = std::exchange(other.exclusive_, false);
+        latched_ = std::exchange(other.latched_, Latched::kNo);
       }
       return *this;
     }
@@ -65,7 +65,7 @@ class ResidentWrites {
     }
     // Only the leaf latched for its change, a full frame with every line resident.
     std::byte* write(std::uint32_t offset, std::uint32_t length) {
-      assert(exclusive_ && whole_ != nullptr);
+      assert(latched_ == Latched::kExclusive && whole_ != nullptr);
       manager_->mark_written(frame_, offset, length);
       return whole_ + offset;
     }
@@ -74,16 +74,17 @@ class ResidentWrites {
       return whole_;
     }
     void mark_dirty(std::uint32_t offset, std::uint32_t length) {
-      assert(exclusive_ && whole_ != nullptr);
+      assert(latched_ == Latched::kExclusive && whole_ != nullptr);
       manager_->mark_written(frame_, offset, length);
     }
     void release() {
       if (frame_ == nullptr) return;
       FrameHeader* frame = std::exchange(frame_, nullptr);
       whole_ = nullptr;
-      if (std::exchange(exclusive_, false))
+      const Latched latched = std::exchange(latched_, Latched::kNo);
+      if (latched == Latched::kExclusive)
         frame->unlatch_exclusive();
-      else
+      else if (latched == Latched::kShared)
         frame->unlatch_shared();
     }
 
@@ -93,9 +94,9 @@ class ResidentWrites {
         : manager_(manager), frame_(frame), whole_(data_if_whole(frame)) {}
 
     BufferManager* manager_ = nullptr;
-    FrameHeader* frame_ = nullptr;  // latched shared, or exclusive_
+    FrameHeader* frame_ = nullptr;  // latched when latched_ says so
     std::byte* whole_ = nullptr;    // frame_'s data when it is a full frame, all lines resident
-    bool exclusive_ = false;
+    enum class Latched : std::uint8_t { kNo, kShared, kExclusive } latched_ = Latched::kNo;
   };
 
   explicit ResidentWrites(BufferManager& manager) : manager_(manager) {}
@@ -122,20 +123,23 @@ class ResidentWrites {
         frame_flag::kPromoted | frame_flag::kReplaced | frame_flag::kRetired;
     if (frame->has(kLetGo)) [[unlikely]]
       throw RetryExclusively{};
-    frame->latch_shared();
     frame->mark_referenced();
     return Guard(&manager_, frame);
   }
 
-  // The leaf a change is about to write: its shared latch becomes exclusive. Another change
-  // may run in between, so the caller reads the leaf anew. A leaf not whole in a full frame
-  // is left to the exclusive latch (its change might need a line loaded halfway through).
-  void latch_for_change(Guard& leaf) {
-    assert(!leaf.exclusive_);
+  // A leaf the B-tree is about to read, or to change. A leaf to change that is not whole in
+  // a full frame is left to the exclusive latch (its change might need a line loaded halfway
+  // through); its bytes are read anew under the latch.
+  void latch_leaf(Guard& leaf, bool for_change) {
+    assert(leaf.latched_ == Guard::Latched::kNo);
+    if (!for_change) {
+      leaf.frame_->latch_shared();
+      leaf.latched_ = Guard::Latched::kShared;
+      return;
+    }
     if (leaf.whole_ == nullptr) throw RetryExclusively{};
-    leaf.frame_->unlatch_shared();
     leaf.frame_->latch_exclusive();
-    leaf.exclusive_ = true;
+    leaf.latched_ = Guard::Latched::kExclusive;
   }
   // A split, a merge or a new root: the exclusive latch's.
   [[noreturn]] void refuse_structure_change() { throw RetryExclusively{}; }

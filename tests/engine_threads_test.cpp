@@ -431,6 +431,85 @@ TEST_P(Threads, ReadersBeyondDramMissSideBySideAndReadEveryRowRight) {
   }
 }
 
+// Scans in a transaction copy a few rows first, then twice as many each time, going on after
+// the last row visited (tables on the buffer manager): for every start, limit and early stop,
+// a scan visits exactly the rows a model gives, in order, once each, beside a thread that
+// keeps changing other rows of the table.
+TEST_P(Threads, ScansInTransactionsGoOnAfterTheLastRowVisitedAndVisitEachRowOnce) {
+  const std::uint64_t seed = testing_support::test_seed();
+  auto db = open();
+  auto rows = db->create_table<std::uint64_t, Account>("rows");
+  constexpr std::uint64_t kKeys = 3000;
+  rows.bulk_load(
+      kKeys,
+      [](std::size_t n, std::uint64_t& key, Account& account) {
+        key = 2 * n;  // even keys: the scanned ones
+        account = {static_cast<std::int64_t>(n), 0};
+      },
+      0.7);
+  std::atomic<bool> done{false};
+  std::thread changer([&] {  // odd keys come and go meanwhile, in transactions
+    std::mt19937_64 random(seed);
+    while (!done.load()) {
+      const std::uint64_t key = 2 * (random() % kKeys) + 1;
+      try {
+        Transaction txn = db->begin();
+        if (!rows.insert(txn, key, {1, 0})) rows.remove(txn, key);
+        txn.commit();
+      } catch (const LockConflict&) {
+      }
+    }
+  });
+  struct StopChanger {  // also when an assertion returns early
+    std::atomic<bool>& done;
+    std::thread& changer;
+    ~StopChanger() {
+      done = true;
+      changer.join();
+    }
+  } stop_changer{done, changer};
+  std::mt19937_64 random(seed + 1);
+  for (int round = 0; round < 200; ++round) {
+    const std::uint64_t from = random() % (2 * kKeys + 10);
+    const std::size_t limit = 1 + random() % 300;
+    const std::size_t stop_after = random() % 2 == 0 ? limit : 1 + random() % limit;
+    std::vector<std::uint64_t> seen;
+    std::size_t visited = 0;
+    bool ok = false;
+    while (!ok) {
+      seen.clear();
+      visited = 0;
+      try {
+        Transaction txn = db->begin();
+        rows.scan(txn, from, limit, [&](const std::uint64_t& key, const Account& account) {
+          ++visited;
+          if (key % 2 == 0) {
+            EXPECT_EQ(account.balance, static_cast<std::int64_t>(key / 2)) << "key " << key;
+            seen.push_back(key);
+          }
+          return seen.size() < stop_after;
+        });
+        txn.commit();
+        ok = true;
+      } catch (const LockConflict&) {  // an odd row the changer holds: scan again
+      }
+    }
+    std::vector<std::uint64_t> expected;
+    for (std::uint64_t key = (from + 1) / 2 * 2; key < 2 * kKeys && expected.size() < stop_after;
+         key += 2)
+      expected.push_back(key);
+    // The limit counts odd rows too: a scan that reached it may have fewer even rows.
+    if (visited < limit) {
+      ASSERT_EQ(seen, expected) << "from " << from << " limit " << limit << ", seed " << seed;
+    } else {
+      ASSERT_EQ(visited, limit) << "round " << round << ", seed " << seed;
+      ASSERT_LE(seen.size(), expected.size()) << "round " << round << ", seed " << seed;
+      expected.resize(seen.size());
+      ASSERT_EQ(seen, expected) << "from " << from << " limit " << limit << ", seed " << seed;
+    }
+  }
+}
+
 // A scan's visit function may read the database (the latch is held once more) but not change
 // it: that would wait for itself, or change what the scan is reading. It gets an Error, and
 // the database stays usable.

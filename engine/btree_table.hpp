@@ -406,7 +406,7 @@ class BTreeTable final : public TableInterface<K, V> {
     }
     ResidentWrites writes(manager);
     OperationLog<ResidentWrites>& log = this_threads_log();
-    log.bind(writes, transactions_, true);
+    log.bind(writes, transactions_, context_.swizzled_swips());
     LoggedAccess<ResidentWrites> access(log);
     BTree<K, V, LoggedAccess<ResidentWrites>> tree(access, root_);
     try {

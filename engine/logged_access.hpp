@@ -95,6 +95,7 @@ class OperationLog {
   }
 
   Inner& inner() { return *inner_; }
+  bool swizzled_swips() const { return swizzled_swips_; }
   TransactionManager& transactions() { return *transactions_; }
   bool active() const { return txn_ != nullptr; }
   // One per tree, shared by every table object over it (keyed by its root swip), so a bulk

@@ -288,10 +288,6 @@ class BTreeTable final : public TableInterface<K, V> {
     return body(read_tree_);
   }
 
-  // body(txn, tree, log) makes the change in txn through the tree, logging into log. A change
-  // in a transaction that may run beside others (beside) is tried so first (changing_beside);
-  // otherwise, or when it needs more, it runs under the exclusive latch.
-  static constexpr bool kBeside = true;
   // A scan on the buffer manager: leaf by leaf, rows are copied and locked (or checked) while
   // their leaf is held, under the latch taken for that copy alone, as a get takes it (a leaf
   // that needs more is copied again exclusively); they are visited with no latch held, so the
@@ -345,6 +341,10 @@ class BTreeTable final : public TableInterface<K, V> {
     return visited;
   }
 
+  // body(txn, tree, log) makes the change in txn through the tree, logging into log. A change
+  // in a transaction that may run beside others (beside) is tried so first (changing_beside);
+  // otherwise, or when it needs more, it runs under the exclusive latch.
+  static constexpr bool kBeside = true;
   template <typename Body>
   bool changing(TransactionState* txn, const K& key, bool beside, Body&& body) {
     if constexpr (kChangesBeside) {

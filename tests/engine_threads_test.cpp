@@ -100,6 +100,16 @@ class Threads : public ::testing::TestWithParam<Architecture> {
     config.checkpoint_interval_bytes = 128 << 10;  // checkpoints while the threads run
     return Database::open(config);
   }
+  // Closes the database and opens it again: the table must still hold the models.
+  void expect_table_survives_reopen(
+      std::unique_ptr<Database>& db, Table<std::uint64_t, Row>& rows,
+      const std::vector<std::map<std::uint64_t, std::uint64_t>>& models, std::uint64_t seed) {
+    rows = Table<std::uint64_t, Row>(nullptr);
+    db.reset();
+    db = open(OpenMode::kOpenExisting);
+    auto reopened = db->open_table<std::uint64_t, Row>("rows");
+    expect_table_holds(reopened, models, seed);
+  }
   testing_support::DatabaseFiles files_{"tristore-threads"};
 };
 
@@ -264,11 +274,7 @@ TEST_P(Threads, OwnKeysReadBackUnderEvictionAndCheckpointsAndSurviveReopen) {
 
   expect_table_holds(rows, models, seed);
   if (GetParam() == Architecture::kMainMemory) return;
-  rows = Table<std::uint64_t, Row>(nullptr);
-  db.reset();
-  db = open(OpenMode::kOpenExisting);
-  auto reopened = db->open_table<std::uint64_t, Row>("rows");
-  expect_table_holds(reopened, models, seed);
+  expect_table_survives_reopen(db, rows, models, seed);
 }
 
 // Four threads run transactions of one to four inserts, updates, removes and reads of their own
@@ -337,11 +343,7 @@ TEST_P(Threads, TransactionsChangeSideBySideAndSplitsAndMissesRunAgainExclusivel
     EXPECT_GT(counters.changes_beside, 0u);
     EXPECT_GT(counters.changes_retried, 0u);
   }
-  rows = Table<std::uint64_t, Row>(nullptr);
-  db.reset();
-  db = open(OpenMode::kOpenExisting);
-  auto reopened = db->open_table<std::uint64_t, Row>("rows");
-  expect_table_holds(reopened, models, seed);
+  expect_table_survives_reopen(db, rows, models, seed);
 }
 
 // Data in DRAM: reads outside transactions run side by side under the shared latch

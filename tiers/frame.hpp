@@ -114,9 +114,6 @@ struct FrameHeader {
     }
   }
   void unlatch_exclusive() { version.fetch_and(~kLatchExclusive, std::memory_order_release); }
-  bool latched() const {
-    return (version.load(std::memory_order_relaxed) & (kLatchExclusive | kLatchSharedMask)) != 0;
-  }
 };
 static_assert(sizeof(FrameHeader) == 40);
 

@@ -20,6 +20,7 @@
 #include "engine/transaction_manager.hpp"
 #include "tiers/buffer_manager.hpp"
 #include "tiers/main_memory_access.hpp"
+#include "tiers/main_memory_writes.hpp"
 #include "tiers/nvm_direct_access.hpp"
 #include "tiers/resident_reads.hpp"
 #include "tiers/resident_writes.hpp"
@@ -36,8 +37,12 @@ class BTreeTable final : public TableInterface<K, V> {
   // decorator's guards (the same root swip, so the same tree).
   using ReadAccess = std::conditional_t<kLogged, Inner, MainMemoryAccess>;
   // Reads and changes in transactions run beside each other on the buffer manager
-  // (tiers/resident_writes.hpp); elsewhere exclusively.
-  static constexpr bool kReadsBeside = std::is_same_v<Inner, BufferManager>;
+  // (tiers/resident_writes.hpp) and on main-memory (tiers/main_memory_writes.hpp), through
+  // BesideAccess; on nvm-direct (its reads charge the simulated LLC) exclusively.
+  static constexpr bool kBufferManaged = std::is_same_v<Inner, BufferManager>;
+  static constexpr bool kReadsBeside = kBufferManaged || !kLogged;
+  using BesideAccess = std::conditional_t<kBufferManaged, ResidentWrites,
+                                          std::conditional_t<kLogged, void, MainMemoryWrites>>;
 
  public:
   using typename TableInterface<K, V>::Visit;
@@ -240,13 +245,14 @@ class BTreeTable final : public TableInterface<K, V> {
     return found;
   }
 
-  // body(tree) runs a read on a tree. Outside any transaction (no lock to take) it holds the
-  // database's latch shared: main-memory's reads change nothing; the buffer manager's go
-  // through ResidentReads (tiers/resident_reads.hpp), whose misses it serves one at a time
-  // beside the other readers. Should a miss find no frame it could take without waiting for
-  // readers, the read starts again under the exclusive latch. nvm-direct's reads charge the
-  // simulated LLC, and reads in a transaction take locks: exclusive. So do scans (not
-  // restartable) of the buffer manager: their visit function may run other reads in between.
+  // body(tree) runs a read on a tree. In a transaction, or outside one while changes run, it
+  // holds the database's latch for changes and latches the leaf (BesideAccess). Otherwise,
+  // outside any transaction, it holds the latch shared: main-memory's reads change nothing;
+  // the buffer manager's go through ResidentReads (tiers/resident_reads.hpp), whose misses it
+  // serves one at a time beside the other readers. Should a miss find no frame it could take
+  // without waiting for readers, the read starts again under the exclusive latch. nvm-direct's
+  // reads charge the simulated LLC, and its reads in a transaction run exclusively, as do
+  // its scans (not restartable: their visit function may run other reads in between).
   static constexpr bool kRestartable = true;
   template <typename Body>
   auto reading(TransactionState* txn, bool restartable, Body&& body) {
@@ -258,13 +264,13 @@ class BTreeTable final : public TableInterface<K, V> {
         try {
           const OperationLatch::Changes latched(transactions_.latch(),
                                                 OperationLatch::Purpose::kRead);
-          ResidentWrites reads(context_.inner());
-          BTree<K, V, ResidentWrites> tree(reads, root_);
+          BesideAccess reads(read_access(context_));
+          BTree<K, V, BesideAccess> tree(reads, root_);
           auto result = body(tree);
-          context_.inner().add_change_beside(false);
+          read_access(context_).add_change_beside(false);
           return result;
-        } catch (const ResidentWrites::RetryExclusively&) {
-          context_.inner().add_change_beside(true);
+        } catch (const typename BesideAccess::RetryExclusively&) {
+          read_access(context_).add_change_beside(true);
         }
       }
     }
@@ -272,7 +278,7 @@ class BTreeTable final : public TableInterface<K, V> {
       if constexpr (!kLogged) {
         const OperationLatch::Shared latched(transactions_.latch());
         return body(read_tree_);
-      } else if constexpr (std::is_same_v<Inner, BufferManager>) {
+      } else if constexpr (kBufferManaged) {
         if (restartable) {
           try {
             const OperationLatch::Shared latched(transactions_.latch());
@@ -288,10 +294,10 @@ class BTreeTable final : public TableInterface<K, V> {
     return body(read_tree_);
   }
 
-  // A scan on the buffer manager: leaf by leaf, rows are copied and locked (or checked) while
-  // their leaf is held, under the latch taken for that copy alone, as a get takes it (a leaf
-  // that needs more is copied again exclusively); they are visited with no latch held, so the
-  // visit function may read, while a change from inside it is refused as ever
+  // A scan beside others (buffer manager, main-memory): leaf by leaf, rows are copied and locked
+  // (or checked) while their leaf is held, under the latch taken for that copy alone, as a get
+  // takes it (a leaf that needs more is copied again exclusively); they are visited with no latch
+  // held, so the visit function may read, while a change from inside it is refused as ever
   // (OperationLatch::Visiting). A visit function may stop early, so the first copy of a scan
   // in a transaction takes 4 rows, each next one twice as many, up to a whole leaf: it locks
   // at most a few rows past the last one it visits.
@@ -348,7 +354,7 @@ class BTreeTable final : public TableInterface<K, V> {
   template <typename Body>
   bool changing(TransactionState* txn, const K& key, bool beside, Body&& body) {
     if constexpr (kChangesBeside) {
-      if (beside && txn != nullptr && transactions_.durable() &&
+      if (beside && txn != nullptr && (!kLogged || transactions_.durable()) &&
           !transactions_.latch().held_here()) {
         if (const std::optional<bool> changed = changing_beside(*txn, key, body)) return *changed;
       }
@@ -384,37 +390,53 @@ class BTreeTable final : public TableInterface<K, V> {
       log_record_size(kUndoPayload + sizeof(RedoPageBytes) + sizeof(LeafChange) + sizeof(V)) +
       TransactionManager::undo_copy_bytes(kUndoPayload);
   static constexpr bool kChangesBeside =
-      kReadsBeside && kBesideLogBytes <= TransactionManager::kBesideChangeBound;
+      kReadsBeside && (!kLogged || kBesideLogBytes <= TransactionManager::kBesideChangeBound);
 
   // The change beside other threads' (engine/operation_latch.hpp, changes mode): one leaf
-  // entry of a page whose path is in DRAM, latched frame by frame (tiers/resident_writes.hpp),
-  // logged through this thread's own operation log. Nothing when the change needs more (a
-  // miss, a split, a checkpoint to make log room, a root moved since its height was known):
-  // then it has changed nothing, and the caller runs it exclusively.
+  // entry, latched page by page (BesideAccess); on the buffer manager of a page whose path is
+  // in DRAM, logged through this thread's own operation log. Nothing when the change needs
+  // more (a split or merge; on the buffer manager a miss, a checkpoint to make log room, a
+  // root moved since its height was known): then it has changed nothing, and the caller runs
+  // it exclusively.
   template <typename Body>
   std::optional<bool> changing_beside(TransactionState& txn, const K& key, Body& body) {
     const OperationLatch::Changes latched(transactions_.latch());
-    BufferManager& manager = context_.inner();
-    if (height_->root != root_page_id()) {
-      manager.add_change_beside(true);
-      return std::nullopt;
+    auto& target = read_access(context_);
+    if constexpr (kLogged) {
+      if (height_->root != root_page_id()) {
+        target.add_change_beside(true);
+        return std::nullopt;
+      }
     }
     lock_row(&txn, key, LockMode::kExclusive);
     if (!transactions_.room_beside()) {
-      manager.add_change_beside(true);
+      target.add_change_beside(true);
       return std::nullopt;
     }
-    ResidentWrites writes(manager);
-    OperationLog<ResidentWrites>& log = this_threads_log();
-    log.bind(writes, transactions_, context_.swizzled_swips());
-    LoggedAccess<ResidentWrites> access(log);
-    BTree<K, V, LoggedAccess<ResidentWrites>> tree(access, root_);
+    BesideAccess writes(target);
+    // main-memory notes its undo step before the change (log_undo): a retry notes it again.
+    const std::size_t undo_steps = txn.undo.size();
+    const std::size_t undo_bytes = txn.undo_bytes.size();
     try {
-      const bool changed = body(txn, tree, log);
-      manager.add_change_beside(false);
+      bool changed;
+      if constexpr (kLogged) {
+        OperationLog<ResidentWrites>& log = this_threads_log();
+        log.bind(writes, transactions_, context_.swizzled_swips());
+        LoggedAccess<ResidentWrites> access(log);
+        BTree<K, V, LoggedAccess<ResidentWrites>> tree(access, root_);
+        changed = body(txn, tree, log);
+      } else {
+        BTree<K, V, MainMemoryWrites> tree(writes, root_);
+        changed = body(txn, tree, writes);
+      }
+      target.add_change_beside(false);
       return changed;
-    } catch (const ResidentWrites::RetryExclusively&) {
-      manager.add_change_beside(true);
+    } catch (const typename BesideAccess::RetryExclusively&) {
+      if constexpr (!kLogged) {
+        txn.undo.resize(undo_steps);
+        txn.undo_bytes.resize(undo_bytes);
+      }
+      target.add_change_beside(true);
       return std::nullopt;
     }
   }
@@ -432,8 +454,9 @@ class BTreeTable final : public TableInterface<K, V> {
                        .key_size = static_cast<std::uint16_t>(sizeof(K)),
                        .before_size = before_size,
                        .reserved2 = part_offset};
-    encode_undo(undo_buffer_, header, &key, {static_cast<const std::byte*>(before), before_size});
-    transactions_.log_undo(txn, *this, undo_buffer_);
+    thread_local std::vector<std::byte> undo;  // changes run side by side: one per thread
+    encode_undo(undo, header, &key, {static_cast<const std::byte*>(before), before_size});
+    transactions_.log_undo(txn, *this, undo);
   }
 
   bool undo_with_redo() const {
@@ -489,7 +512,6 @@ class BTreeTable final : public TableInterface<K, V> {
   BTree<K, V, ReadAccess> read_tree_;
   PageId root_page_;
   TreeHeight* height_ = nullptr;  // shared with other objects over this tree
-  std::vector<std::byte> undo_buffer_;
 };
 
 template <typename Context>

@@ -13,7 +13,7 @@ class MainMemoryDatabase final : public DatabaseOver<MainMemoryAccess> {
   MainMemoryDatabase(const Config& config, std::unique_ptr<MainMemoryAccess> memory)
       : DatabaseOver(config, *memory, Catalog{}, nullptr, false), memory_(std::move(memory)) {}
 
-  Counters collect_counters() const override { return {}; }
+  Counters collect_counters() const override { return memory_->counters(); }
   MemoryUsage collect_memory_usage() const override {
     return MemoryUsage{.dram_bytes = memory_->bytes_in_use(),
                        .dram_limit_bytes = memory_->budget_bytes(),

@@ -162,9 +162,11 @@ void TransactionManager::forget(TransactionState& txn) {
 }
 
 void TransactionManager::finish(TransactionState& txn) {
-  locks_.release_all(txn);  // after the undo of an abort: its rows were its own until now
-  live_undo_bytes_ -= txn.undo_copy_bytes;
-  txn.undo_copy_bytes = 0;
+  locks_.release_all(txn);         // after the undo of an abort: its rows were its own until now
+  if (txn.undo_copy_bytes != 0) {  // a shared line, not written for nothing
+    live_undo_bytes_ -= txn.undo_copy_bytes;
+    txn.undo_copy_bytes = 0;
+  }
   txn.finished = true;
   if (&txn == &autocommit_) {
     autocommit_active_ = false;

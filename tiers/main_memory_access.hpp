@@ -3,8 +3,12 @@
 // slot of one DRAM arena, swips always hold pointers, and a guard is nothing but the page
 // address. Volatile: nothing reaches a file. The arena asks for transparent huge pages, as the
 // buffer manager's frame pool does, so both pay the same for address translation.
+// Beside the arena, a latch word per page, a cache line apart, for changes of leaf entries side
+// by side (tiers/main_memory_writes.hpp), and per-thread counts of those changes.
 #include <sys/mman.h>
 
+#include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -12,8 +16,10 @@
 #include <utility>
 #include <vector>
 
+#include "common/counters.hpp"
 #include "common/error.hpp"
 #include "common/page_format.hpp"
+#include "common/thread_slot.hpp"
 #include "common/types.hpp"
 #include "tiers/swip.hpp"
 
@@ -36,20 +42,40 @@ class MainMemoryAccess {
     std::byte* page_ = nullptr;
   };
 
-  // Reserves (does not touch) the budget's address range.
+  // Reserves (does not touch) the budget's address range, and its latch words'.
   explicit MainMemoryAccess(std::uint64_t dram_budget_bytes)
       : budget_(dram_budget_bytes), capacity_(dram_budget_bytes / kPageSize) {
     if (capacity_ == 0) fail("main-memory: a DRAM budget of {} bytes holds no page", budget_);
-    void* arena = mmap(nullptr, capacity_ * kPageSize, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (arena == MAP_FAILED)
-      fail("main-memory: cannot map {} bytes: {}", capacity_ * kPageSize, std::strerror(errno));
-    madvise(arena, capacity_ * kPageSize, MADV_HUGEPAGE);
-    arena_ = static_cast<std::byte*>(arena);
+    arena_ = static_cast<std::byte*>(map(capacity_ * kPageSize));
+    madvise(arena_, capacity_ * kPageSize, MADV_HUGEPAGE);
+    latches_ = static_cast<LatchLine*>(map(capacity_ * sizeof(LatchLine)));
   }
   MainMemoryAccess(const MainMemoryAccess&) = delete;
   MainMemoryAccess& operator=(const MainMemoryAccess&) = delete;
-  ~MainMemoryAccess() { munmap(arena_, capacity_ * kPageSize); }
+  ~MainMemoryAccess() {
+    munmap(latches_, capacity_ * sizeof(LatchLine));
+    munmap(arena_, capacity_ * kPageSize);
+  }
+
+  // The latch word of the page at `page` (tiers/main_memory_writes.hpp); zero: unlatched.
+  std::uint32_t& latch_word(const std::byte* page) {
+    return latches_[static_cast<std::uint64_t>(page - arena_) / kPageSize].word;
+  }
+  // An operation in a transaction served beside others, or run again exclusively because it
+  // needed more (as BufferManager::add_change_beside); counted per thread.
+  void add_change_beside(bool retried) {
+    ThreadCounts& mine = thread_counts_[thread_slot()];
+    std::atomic<std::uint64_t>& counter = retried ? mine.changes_retried : mine.changes_beside;
+    counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+  Counters counters() const {
+    Counters total;
+    for (const ThreadCounts& counts : thread_counts_) {
+      total.changes_beside += counts.changes_beside.load(std::memory_order_relaxed);
+      total.changes_retried += counts.changes_retried.load(std::memory_order_relaxed);
+    }
+    return total;
+  }
 
   Guard allocate_page() {
     std::byte* page;
@@ -80,12 +106,32 @@ class MainMemoryAccess {
   std::uint64_t budget_bytes() const { return budget_; }
 
  private:
+  static void* map(std::uint64_t bytes) {
+    void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (memory == MAP_FAILED)
+      fail("main-memory: cannot map {} bytes: {}", bytes, std::strerror(errno));
+    return memory;
+  }
+
+  // A line apart, so that threads latching neighbouring pages share no written line.
+  struct alignas(64) LatchLine {
+    std::uint32_t word;
+  };
+  // Two threads sharing a slot (more than kThreadSlots threads) may lose a count, never more.
+  struct alignas(64) ThreadCounts {
+    std::atomic<std::uint64_t> changes_beside{0};
+    std::atomic<std::uint64_t> changes_retried{0};
+  };
+
   std::uint64_t budget_;
   std::uint64_t capacity_;  // pages
   std::byte* arena_ = nullptr;
-  std::uint64_t used_ = 0;  // pages handed out from the arena's start, freed ones included
+  LatchLine* latches_ = nullptr;  // one per page of the arena, mapped as zeros
+  std::uint64_t used_ = 0;        // pages handed out from the arena's start, freed ones included
   std::vector<std::byte*> free_pages_;
   PageId next_page_id_ = 0;
+  std::array<ThreadCounts, kThreadSlots> thread_counts_;
 };
 
 }  // namespace tristore

@@ -18,17 +18,18 @@
 // write, move_swips, swip_of, free_page) must never be called and throw std::logic_error.
 #include <cstddef>
 #include <cstdint>
-#include <stdexcept>
 
 #include "common/types.hpp"
 #include "tiers/buffer_manager.hpp"
 #include "tiers/frame.hpp"
+#include "tiers/pages_stay_put.hpp"
 #include "tiers/swip.hpp"
 
 namespace tristore {
 
-class ResidentReads {
+class ResidentReads : public PagesStayPut<ResidentReads> {
  public:
+  static constexpr const char* kName = "ResidentReads";
   // Not an Error: the read is run again under the exclusive latch, never reported.
   using NotResident = BufferManager::RetryExclusively;
 
@@ -105,13 +106,6 @@ class ResidentReads {
     return Guard(&manager_, frame);
   }
 
-  [[noreturn]] Guard allocate_page() { refuse("allocate_page"); }
-  [[noreturn]] void move_swips(Guard&, std::uint32_t, Guard*, Swip*, std::uint32_t) {
-    refuse("move_swips");
-  }
-  [[noreturn]] Swip swip_of(const Guard&) { refuse("swip_of"); }
-  [[noreturn]] void free_page(Guard&&) { refuse("free_page"); }
-
  private:
   [[gnu::noinline]] Guard fix_unswizzled(Swip seen, Swip& swip, Guard* parent) {
     FrameHeader* parent_frame = parent != nullptr ? parent->frame_ : nullptr;
@@ -123,10 +117,6 @@ class ResidentReads {
     ++page_table_lookups_;
     frame->mark_referenced();
     return Guard(&manager_, frame);
-  }
-
-  [[noreturn]] static void refuse(const char* what) {
-    throw std::logic_error(std::string("ResidentReads::") + what + ": a read-only access");
   }
 
   BufferManager& manager_;

@@ -17,19 +17,19 @@
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
-#include <stdexcept>
-#include <string>
 #include <utility>
 
 #include "common/types.hpp"
 #include "tiers/buffer_manager.hpp"
 #include "tiers/frame.hpp"
+#include "tiers/pages_stay_put.hpp"
 #include "tiers/swip.hpp"
 
 namespace tristore {
 
-class ResidentWrites {
+class ResidentWrites : public PagesStayPut<ResidentWrites> {
  public:
+  static constexpr const char* kName = "ResidentWrites";
   // Not an Error: the operation runs again under the exclusive latch, never reported.
   using RetryExclusively = BufferManager::RetryExclusively;
 
@@ -144,19 +144,7 @@ class ResidentWrites {
   // A split, a merge or a new root: the exclusive latch's.
   [[noreturn]] void refuse_structure_change() { throw RetryExclusively{}; }
 
-  [[noreturn]] Guard allocate_page() { refuse("allocate_page"); }
-  [[noreturn]] void move_swips(Guard&, std::uint32_t, Guard*, Swip*, std::uint32_t) {
-    refuse("move_swips");
-  }
-  [[noreturn]] Swip swip_of(const Guard&) { refuse("swip_of"); }
-  [[noreturn]] void free_page(Guard&&) { refuse("free_page"); }
-
  private:
-  [[noreturn]] static void refuse(const char* what) {
-    throw std::logic_error(std::string("ResidentWrites::") + what +
-                           ": the B-tree changes single leaf entries only here");
-  }
-
   BufferManager& manager_;
   std::uint64_t swizzled_hits_ = 0;
   std::uint64_t page_table_lookups_ = 0;

@@ -101,15 +101,15 @@ Counters NvmDevice::counters() const {
     return counter.load(std::memory_order_relaxed);
   };
   Counters total = counters_;
-  const LogCounters& log = log_counters_;
-  const std::uint64_t log_lines = count(log.record_lines_written) +
-                                  count(log.pending_record_lines_written) +
-                                  count(log.header_lines_written);
-  total.nvm_lines_written += log_lines;
-  total.nvm_log_lines_written += log_lines;
-  total.log_bytes_written += count(log.bytes_written) + count(log.pending_bytes_written);
-  total.log_records += count(log.records) + count(log.pending_records);
-  total.log_checkpoints += count(log.checkpoints);
+  for (const LogCounters& log : log_counters_) {
+    const std::uint64_t log_lines =
+        count(log.record_lines_written) + count(log.header_lines_written);
+    total.nvm_lines_written += log_lines;
+    total.nvm_log_lines_written += log_lines;
+    total.log_bytes_written += count(log.bytes_written);
+    total.log_records += count(log.records);
+    total.log_checkpoints += count(log.checkpoints);
+  }
   return total;
 }
 

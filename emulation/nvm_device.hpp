@@ -13,6 +13,7 @@
 // Counters, LLC and wear are plain (not atomic): one writer per device, like every tier.
 #include <libpmem.h>
 
+#include <array>
 #include <atomic>
 #include <cassert>
 #include <cstddef>
@@ -23,6 +24,7 @@
 #include <string>
 
 #include "common/counters.hpp"
+#include "common/thread_slot.hpp"
 #include "common/types.hpp"
 #include "emulation/crash_simulator.hpp"
 #include "emulation/file_lock.hpp"
@@ -151,20 +153,18 @@ class NvmDevice {
   }
 
   // The log's counts, kept by the log (engine/log_manager.cpp) on any thread, where the rest of
-  // Counters is written by the one thread that owns the tier. The first three are written by
-  // one appender at a time (the one at the log's completed watermark); the others may be
-  // bumped by any thread.
-  struct LogCounters {
+  // Counters is written by the one thread that owns the tier: one set per thread slot
+  // (common/thread_slot.hpp), so that appenders on two cores write no common line, summed by
+  // counters(). Each thread bumps its own set; two threads sharing a slot (more than
+  // kThreadSlots) may lose a count, never more.
+  struct alignas(64) LogCounters {
     std::atomic<std::uint64_t> record_lines_written{0};
     std::atomic<std::uint64_t> bytes_written{0};
     std::atomic<std::uint64_t> records{0};
-    std::atomic<std::uint64_t> pending_record_lines_written{0};  // records finished out of order
-    std::atomic<std::uint64_t> pending_bytes_written{0};
-    std::atomic<std::uint64_t> pending_records{0};
     std::atomic<std::uint64_t> header_lines_written{0};  // header copies, erased areas
     std::atomic<std::uint64_t> checkpoints{0};
   };
-  LogCounters& log_counters() { return log_counters_; }
+  LogCounters& log_counters() { return log_counters_[thread_slot()]; }
   Counters counters() const;
   CrashSimulator* crash_simulator() { return crash_.get(); }
   const WearCounters* wear() const { return wear_.get(); }
@@ -214,7 +214,7 @@ class NvmDevice {
   std::unique_ptr<CrashSimulator> crash_;
   std::unique_ptr<WearCounters> wear_;
   Counters counters_;
-  LogCounters log_counters_;
+  std::array<LogCounters, kThreadSlots> log_counters_;
 };
 
 }  // namespace tristore

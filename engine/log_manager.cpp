@@ -58,8 +58,9 @@ void wait_until(Done done) {
   for (unsigned spins = 0; !done(); ++spins) spin_back_off(spins);
 }
 
-// Stores a new count, for counters only one thread at a time updates: no read-modify-write,
-// whose lock would stall each append behind the draining of its own copy's stores.
+// Stores a new count, for counters only one thread updates (its own, by thread slot): no
+// read-modify-write, whose lock would stall each append behind the draining of its copy's
+// stores.
 void bump(std::atomic<std::uint64_t>& counter, std::uint64_t by) {
   counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
 }
@@ -275,31 +276,29 @@ void LogManager::wait_for_pending_window() const {
 }
 
 void LogManager::publish(Lsn lsn, Lsn end, std::uint64_t written) {
-  const std::uint64_t lines = area_.lines(lsn, written);
-  auto& counters = device_.log_counters();
+  count_append(end - lsn, area_.lines(lsn, written));
   if (completed_.load(std::memory_order_acquire) == lsn) [[likely]] {
-    // 1. At the watermark: nobody else can move it (no pending entry names this record), and
-    //    the watermark orders this appender after the one before, so plain stores count.
-    bump(stats_.records, 1);
-    bump(stats_.bytes, end - lsn);
-    bump(counters.records, 1);
-    bump(counters.bytes_written, end - lsn);
-    bump(counters.record_lines_written, lines);
+    // 1. At the watermark: nobody else can move it (no pending entry names this record).
     completed_.store(end, std::memory_order_release);
     // 2. Records after it that were published while it was being written.
     if (pending_[pending_slot(end)].load(std::memory_order_acquire) > end) [[unlikely]]
       advance();
     return;
   }
-  // 3. Behind another record: leave it pending (counted apart, as several threads may be
-  //    here at once) and move on. Whoever moves the watermark to it moves it past it.
-  stats_.pending_records.fetch_add(1, std::memory_order_relaxed);
-  stats_.pending_bytes.fetch_add(end - lsn, std::memory_order_relaxed);
-  counters.pending_records.fetch_add(1, std::memory_order_relaxed);
-  counters.pending_bytes_written.fetch_add(end - lsn, std::memory_order_relaxed);
-  counters.pending_record_lines_written.fetch_add(lines, std::memory_order_relaxed);
+  // 3. Behind another record: leave it pending and move on. Whoever moves the watermark to it
+  //    moves it past it.
   pending_[pending_slot(lsn)].store(end, std::memory_order_release);
   advance();
+}
+
+void LogManager::count_append(std::uint64_t bytes, std::uint64_t lines) {
+  AppendCounts& mine = appends_[thread_slot()];
+  bump(mine.records, 1);
+  bump(mine.bytes, bytes);
+  auto& counters = device_.log_counters();
+  bump(counters.records, 1);
+  bump(counters.bytes_written, bytes);
+  bump(counters.record_lines_written, lines);
 }
 
 void LogManager::advance() const {
@@ -344,7 +343,7 @@ void LogManager::persist_before(Lsn target) {
   area_.flush(from, to - from);
   device_.fence();
   persisted_.store(to, std::memory_order_release);
-  bump(stats_.fences, 1);  // under persist_mutex_
+  bump(fences_, 1);  // under persist_mutex_
 }
 
 void LogManager::make_room(std::unique_lock<std::mutex>& lock, std::uint64_t size,
@@ -430,7 +429,7 @@ void LogManager::complete_checkpoint(Lsn checkpoint_begin_lsn, Lsn keep_from) {
     fail("log: cannot keep the log from LSN {}: not a record in [{}, {}]", keep_from, start,
          checkpoint_begin_lsn);
   write_header_locked(keep_from, checkpoint_begin_lsn);
-  bump(stats_.checkpoints, 1);  // under mutex_
+  bump(checkpoints_, 1);  // under mutex_
   device_.log_counters().checkpoints.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -507,12 +506,14 @@ Lsn LogManager::checkpoint_lsn() const {
 }
 
 LogStats LogManager::stats() const {
-  return {stats_.records.load(std::memory_order_relaxed) +
-              stats_.pending_records.load(std::memory_order_relaxed),
-          stats_.bytes.load(std::memory_order_relaxed) +
-              stats_.pending_bytes.load(std::memory_order_relaxed),
-          stats_.fences.load(std::memory_order_relaxed),
-          stats_.checkpoints.load(std::memory_order_relaxed)};
+  LogStats total;
+  for (const AppendCounts& counts : appends_) {
+    total.records += counts.records.load(std::memory_order_relaxed);
+    total.bytes += counts.bytes.load(std::memory_order_relaxed);
+  }
+  total.fences = fences_.load(std::memory_order_relaxed);
+  total.checkpoints = checkpoints_.load(std::memory_order_relaxed);
+  return total;
 }
 
 }  // namespace tristore

@@ -14,6 +14,7 @@
 //   log->set_on_full([&] { engine.checkpoint(); });  // ends in complete_checkpoint()
 //   Lsn undo = log->append(LogRecordType::kUndoLogical, txn, kNoLsn, {bytes_of(undo), key});
 //   log->commit(txn, undo);  // returns once the commit and every record before it are durable
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -25,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/thread_slot.hpp"
 #include "emulation/nvm_device.hpp"
 #include "engine/log_area.hpp"
 #include "engine/log_cursor.hpp"
@@ -134,6 +136,7 @@ class LogManager {
   // Counts the record (`written` bytes of it copied) and moves the watermark past it, or, if
   // a record before it is still being written, leaves it pending for whoever completes that.
   void publish(Lsn lsn, Lsn end, std::uint64_t written);
+  void count_append(std::uint64_t bytes, std::uint64_t lines);
   // Moves the watermark over pending records that follow it.
   void advance() const;
   // Until the records reserved so far start within kPendingWindow of the watermark.
@@ -158,7 +161,8 @@ class LogManager {
   bool recovered_from_older_header_ = false;
 
   // reserved_ >= completed_ >= persisted_ >= start_; end_bound_ >= reserved_ (published only
-  // once the header that holds it is durable). Apart, as every appender writes the first two.
+  // once the header that holds it is durable). Each on its own line: every appender writes the
+  // first two, every commit group the third, and every appender reads the rest.
   // pending_: for a record completed while one before it was not, its end, in the slot of
   // its start; records in flight start less than kPendingWindow past completed_.
   static constexpr std::size_t kPendingSlots = 1 << 14;
@@ -167,16 +171,17 @@ class LogManager {
   alignas(kCacheLineSize) mutable std::atomic<Lsn> completed_;
   std::unique_ptr<std::atomic<Lsn>[]> pending_;
   alignas(kCacheLineSize) std::atomic<Lsn> persisted_;
-  std::atomic<Lsn> start_;
+  alignas(kCacheLineSize) std::atomic<Lsn> start_;
   std::atomic<Lsn> end_bound_;
-  struct Stats {
-    std::atomic<std::uint64_t> records{0};  // by the appender at the watermark
+  // Appends counted per thread slot (common/thread_slot.hpp), so that appenders share no line
+  // for them; each thread bumps its own (threads sharing a slot may lose a count).
+  struct alignas(kCacheLineSize) AppendCounts {
+    std::atomic<std::uint64_t> records{0};
     std::atomic<std::uint64_t> bytes{0};
-    std::atomic<std::uint64_t> pending_records{0};  // by any appender
-    std::atomic<std::uint64_t> pending_bytes{0};
-    std::atomic<std::uint64_t> fences{0};
-    std::atomic<std::uint64_t> checkpoints{0};
-  } stats_;
+  };
+  std::array<AppendCounts, kThreadSlots> appends_;
+  std::atomic<std::uint64_t> fences_{0};       // under persist_mutex_
+  std::atomic<std::uint64_t> checkpoints_{0};  // under mutex_
 
   std::mutex persist_mutex_;  // one committer flushes and fences, the others wait for it
   // Ordered before persist_mutex_. Guards the header, checkpoint_ and the on_full state.

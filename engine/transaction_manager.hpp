@@ -109,11 +109,10 @@ class TransactionManager {
   Lsn append_chained(TransactionState& txn, LogRecordType type,
                      std::initializer_list<std::span<const std::byte>> parts);
   void checkpoint();
-  // Operations logging now (several side by side in changes mode).
-  bool in_operation() const { return in_operation_.load(std::memory_order_relaxed) != 0; }
-  void set_in_operation(bool value) {
-    in_operation_.fetch_add(value ? 1 : -1, std::memory_order_relaxed);
-  }
+  // Whether this thread is in the middle of a logged operation (engine/logged_access.hpp);
+  // kept per thread, as several log side by side in changes mode.
+  bool in_operation() const { return operating_here == this; }
+  void set_in_operation(bool value) { operating_here = value ? this : nullptr; }
 
   // Log bytes that live undo records (unfinished transactions, losers) would take as copies.
   std::uint64_t live_undo_bytes() const { return live_undo_bytes_.load(); }
@@ -156,7 +155,7 @@ class TransactionManager {
   LogManager* log_;
   DurableStore* store_;
   TxnId next_txn_ = 1;
-  std::atomic<int> in_operation_{0};
+  static inline thread_local const TransactionManager* operating_here = nullptr;
   bool checkpointing_ = false;
   bool needs_restart_ = false;  // an abort failed (forget)
   // Changed beside each other by changes (note_undo), apart from them by the exclusive holder.

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <type_traits>
@@ -226,24 +227,38 @@ class BTreeTable final : public TableInterface<K, V> {
   // Rows are named by their key's bytes: equal keys must have equal bytes (no padding).
   static_assert(std::has_unique_object_representations_v<K>,
                 "a table key type must have no padding bytes (row locks hash its bytes)");
-  void lock_row(TransactionState* txn, const K& key, LockMode mode) {
+  LockName row_lock_name(const K& key) const {
+    return lock_name(table_id_, std::as_bytes(std::span(&key, 1)));
+  }
+  // Locks the row for txn, or checks it for an operation outside transactions: false when a
+  // change outside transactions beside others holds it for a moment (LockManager::lock_brief);
+  // then the caller waits for it where it holds no page latch, and reads again.
+  bool lock_row(TransactionState* txn, const K& key, LockMode mode) {
     LockManager& locks = transactions_.locks();
     if (txn == nullptr && !locks.any_locked()) [[likely]]
-      return;  // nothing to check against, and the name is not needed
-    const LockName name = lock_name(table_id_, std::as_bytes(std::span(&key, 1)));
-    if (txn != nullptr)
-      locks.lock(*txn, table_id_, name, mode);
-    else
-      locks.check_free(table_id_, name, mode);
+      return true;  // nothing to check against, and the name is not needed
+    if (txn == nullptr) return locks.check_free(table_id_, row_lock_name(key), mode);
+    locks.lock(*txn, table_id_, row_lock_name(key), mode);
+    return true;
   }
 
   template <typename Read>
   bool reading_row(TransactionState* txn, const K& key, Read&& read) {
-    if (txn != nullptr) lock_row(txn, key, LockMode::kShared);
-    const bool found = read();
-    if (txn == nullptr) lock_row(nullptr, key, LockMode::kShared);
-    return found;
+    if (txn != nullptr) {
+      lock_row(txn, key, LockMode::kShared);
+      return read();
+    }
+    for (;;) {
+      const bool found = read();
+      if (lock_row(nullptr, key, LockMode::kShared)) return found;
+      // Its changer waits for nothing and lets go once its commit is durable.
+      transactions_.locks().wait_while_brief(row_lock_name(key));
+    }
   }
+  // A row a scan outside transactions copied while a change outside transactions holds it.
+  struct RowBusy {
+    K key;
+  };
 
   // body(tree) runs a read on a tree. In a transaction, or outside one while changes run, it
   // holds the database's latch for changes and latches the leaf (BesideAccess). Otherwise,
@@ -314,15 +329,22 @@ class BTreeTable final : public TableInterface<K, V> {
       rows_per_copy = std::min<std::size_t>(2 * rows_per_copy, BTree<K, V, Access>::kLeafCapacity);
       bool more = false;  // the leaf has a right neighbour, whose keys start at fence
       K fence = next;
-      const std::size_t copied = reading(txn, kRestartable, [&](auto& tree) {
-        std::optional<K> leaf_fence;
-        const std::size_t n =
-            tree.copy_leaf_from(next, wanted, batch, leaf_fence,
-                                [&](const K& key) { lock_row(txn, key, LockMode::kShared); });
-        more = leaf_fence.has_value();
-        if (more) fence = *leaf_fence;
-        return n;
-      });
+      std::size_t copied;
+      try {
+        copied = reading(txn, kRestartable, [&](auto& tree) {
+          std::optional<K> leaf_fence;
+          const std::size_t n =
+              tree.copy_leaf_from(next, wanted, batch, leaf_fence, [&](const K& key) {
+                if (!lock_row(txn, key, LockMode::kShared)) throw RowBusy{key};
+              });
+          more = leaf_fence.has_value();
+          if (more) fence = *leaf_fence;
+          return n;
+        });
+      } catch (const RowBusy& busy) {
+        transactions_.locks().wait_while_brief(row_lock_name(busy.key));  // then copy again
+        continue;
+      }
       const OperationLatch::Visiting visiting(transactions_.latch());
       K key = next;
       for (std::size_t e = 0; e < copied; ++e) {
@@ -348,15 +370,17 @@ class BTreeTable final : public TableInterface<K, V> {
   }
 
   // body(txn, tree, log) makes the change in txn through the tree, logging into log. A change
-  // in a transaction that may run beside others (beside) is tried so first (changing_beside);
-  // otherwise, or when it needs more, it runs under the exclusive latch.
+  // that may run beside others (beside) is tried so first (changing_beside, or outside a
+  // transaction autocommitting_beside); otherwise, or when it needs more, it runs under the
+  // exclusive latch.
   static constexpr bool kBeside = true;
   template <typename Body>
   bool changing(TransactionState* txn, const K& key, bool beside, Body&& body) {
     if constexpr (kChangesBeside) {
-      if (beside && txn != nullptr && (!kLogged || transactions_.durable()) &&
-          !transactions_.latch().held_here()) {
-        if (const std::optional<bool> changed = changing_beside(*txn, key, body)) return *changed;
+      if (beside && (!kLogged || transactions_.durable()) && !transactions_.latch().held_here()) {
+        const std::optional<bool> changed =
+            txn != nullptr ? changing_beside(*txn, key, body) : autocommitting_beside(key, body);
+        if (changed) return *changed;
       }
     }
     const OperationLatch::Exclusive latched(transactions_.latch());
@@ -389,8 +413,10 @@ class BTreeTable final : public TableInterface<K, V> {
   static constexpr std::uint64_t kBesideLogBytes =
       log_record_size(kUndoPayload + sizeof(RedoPageBytes) + sizeof(LeafChange) + sizeof(V)) +
       TransactionManager::undo_copy_bytes(kUndoPayload);
+  // (With the commit record of a change outside transactions.)
   static constexpr bool kChangesBeside =
-      kReadsBeside && (!kLogged || kBesideLogBytes <= TransactionManager::kBesideChangeBound);
+      kReadsBeside &&
+      (!kLogged || kBesideLogBytes + log_record_size(0) <= TransactionManager::kBesideChangeBound);
 
   // The change beside other threads' (engine/operation_latch.hpp, changes mode): one leaf
   // entry, latched page by page (BesideAccess); on the buffer manager of a page whose path is
@@ -401,6 +427,59 @@ class BTreeTable final : public TableInterface<K, V> {
   template <typename Body>
   std::optional<bool> changing_beside(TransactionState& txn, const K& key, Body& body) {
     const OperationLatch::Changes latched(transactions_.latch());
+    return change_beside(txn, key, !kBrief, body);
+  }
+
+  // A change outside any transaction beside others: a single-operation transaction of this
+  // thread's own (TransactionManager::begin_brief), whose row lock is brief (LockManager) and
+  // whose commit is durable before the latch is let go. A failure in the middle of the change
+  // is undone under the exclusive latch, as the exclusive path undoes its own.
+  template <typename Body>
+  std::optional<bool> autocommitting_beside(const K& key, Body& body) {
+    TransactionState* failed = nullptr;
+    std::exception_ptr failure;
+    {
+      const OperationLatch::Changes latched(transactions_.latch());
+      TransactionState& single = transactions_.begin_brief();
+      std::optional<bool> changed;
+      try {
+        changed = change_beside(single, key, kBrief, body);
+      } catch (const LockConflict&) {
+        transactions_.end_brief(single);  // a transaction holds the row: nothing changed
+        throw;
+      } catch (...) {
+        transactions_.list(single);
+        failed = &single;
+        failure = std::current_exception();
+      }
+      if (failed == nullptr) {
+        if (!changed) {
+          transactions_.end_brief(single);
+          return std::nullopt;
+        }
+        try {
+          transactions_.commit(single);
+        } catch (...) {
+          transactions_.forget(single);
+          throw;
+        }
+        return changed;
+      }
+    }
+    const OperationLatch::Exclusive latched(transactions_.latch());
+    try {
+      transactions_.abort(*failed);
+    } catch (...) {
+      transactions_.forget(*failed);
+    }
+    std::rethrow_exception(failure);
+  }
+
+  // The change beside others, the latch held in changes mode; brief: txn is a
+  // single-operation one of begin_brief.
+  static constexpr bool kBrief = true;
+  template <typename Body>
+  std::optional<bool> change_beside(TransactionState& txn, const K& key, bool brief, Body& body) {
     auto& target = read_access(context_);
     if constexpr (kLogged) {
       if (height_->root != root_page_id()) {
@@ -408,7 +487,10 @@ class BTreeTable final : public TableInterface<K, V> {
         return std::nullopt;
       }
     }
-    lock_row(&txn, key, LockMode::kExclusive);
+    if (brief)
+      transactions_.locks().lock_brief(txn, table_id_, row_lock_name(key));
+    else
+      lock_row(&txn, key, LockMode::kExclusive);
     if (!transactions_.room_beside()) {
       target.add_change_beside(true);
       return std::nullopt;

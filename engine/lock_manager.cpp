@@ -57,14 +57,48 @@ void LockManager::lock(TransactionState& txn, std::uint32_t table_id, LockName n
   txn.locks.push_back(name);
 }
 
-void LockManager::check_free_slow(std::uint32_t table_id, LockName name, LockMode mode) const {
+bool LockManager::check_free_slow(std::uint32_t table_id, LockName name, LockMode mode) const {
   const Partition& partition = partition_of(name);
   const std::lock_guard latched(partition.latch);
   const Lock* lock = partition.find(name);
-  if (lock == nullptr) return;
+  if (lock == nullptr) return true;
+  if (lock->brief) return false;
   if (lock->exclusive != 0) conflict(0, lock->exclusive, table_id, mode);
   if (mode == LockMode::kExclusive && lock->shared != 0)
     conflict(0, lock->shared_by, table_id, mode);
+  return true;
+}
+
+void LockManager::lock_brief(TransactionState& txn, std::uint32_t table_id, LockName name) {
+  // The partition's latch is let go between tries (the loop's step runs after the guard).
+  for (unsigned spins = 0;; spin_back_off(spins++)) {
+    Partition& partition = partition_of(name);
+    const std::lock_guard latched(partition.latch);
+    const Lock* found = partition.find(name);
+    if (found != nullptr) {
+      if (!found->brief)
+        conflict(0, found->exclusive != 0 ? found->exclusive : found->shared_by, table_id,
+                 LockMode::kExclusive);
+      continue;
+    }
+    Lock& lock = partition.insert(name);
+    lock.exclusive = txn.id;
+    lock.brief = true;
+    if (txn.locks.empty()) lockers_.fetch_add(1, std::memory_order_acq_rel);
+    txn.locks.push_back(name);
+    return;
+  }
+}
+
+bool LockManager::held_briefly(LockName name) const {
+  const Partition& partition = partition_of(name);
+  const std::lock_guard latched(partition.latch);
+  const Lock* lock = partition.find(name);
+  return lock != nullptr && lock->brief;
+}
+
+void LockManager::wait_while_brief(LockName name) const {
+  for (unsigned spins = 0; held_briefly(name); ++spins) spin_back_off(spins);
 }
 
 void LockManager::release_all(TransactionState& txn) {

@@ -10,7 +10,10 @@
 // So no transaction ever waits for another, and there is no deadlock to detect.
 // An operation outside any transaction takes no lock but fails the same way on a row an open
 // transaction holds against it: a read on a row another transaction changed, a change on a
-// row another transaction read or changed.
+// row another transaction read or changed. A change outside transactions that runs beside
+// others (engine/btree_table.hpp) holds a brief lock on its row from before its change until
+// its commit is durable: transactions fail on it as on any lock, but other operations outside
+// transactions wait for it, for it waits for nothing (check_free, lock_brief).
 //
 // Rows are named by their table and a 32-bit hash of their key: two rows of a table whose
 // hashes collide share a lock, a spurious conflict at worst (for a transaction holding a
@@ -56,12 +59,19 @@ class LockManager {
   // transaction -> LockConflict, and txn holds what it held before.
   void lock(TransactionState& txn, std::uint32_t table_id, LockName name, LockMode mode);
   // For an operation outside any transaction: LockConflict if another transaction holds name
-  // in a mode that excludes mode.
-  void check_free(std::uint32_t table_id, LockName name, LockMode mode) const {
+  // in a mode that excludes mode; false if a change outside transactions holds it briefly
+  // (the caller waits, wait_while_brief, where it holds no page latch, and reads again).
+  bool check_free(std::uint32_t table_id, LockName name, LockMode mode) const {
     if (!any_locked()) [[likely]]
-      return;
-    check_free_slow(table_id, name, mode);
+      return true;
+    return check_free_slow(table_id, name, mode);
   }
+  // The exclusive lock of a change outside transactions beside others, for txn (its own
+  // single-operation state) until it ends: waits while another such change holds the row;
+  // LockConflict if a transaction holds it.
+  void lock_brief(TransactionState& txn, std::uint32_t table_id, LockName name);
+  // Until no brief lock holds name (a transaction's lock then is check_free's to report).
+  void wait_while_brief(LockName name) const;
   // At commit or abort (after its undo): every lock txn holds.
   void release_all(TransactionState& txn);
   // Whether a transaction holds a lock now (a hint: one may take or drop its locks at once).
@@ -75,6 +85,7 @@ class LockManager {
     TxnId exclusive = 0;       // 0: none
     TxnId shared_by = 0;       // a shared holder, 0 if unknown (one of several has left)
     std::uint32_t shared = 0;  // shared holders (the exclusive holder not among them)
+    bool brief = false;        // the exclusive holder is a change outside transactions
   };
   // One partition: open addressing over a power of two of slots, at most half full.
   struct alignas(64) Partition {
@@ -95,7 +106,8 @@ class LockManager {
     return partitions_[(name >> 26) % kPartitions];
   }
   static bool holds(const TransactionState& txn, LockName name);
-  void check_free_slow(std::uint32_t table_id, LockName name, LockMode mode) const;
+  bool check_free_slow(std::uint32_t table_id, LockName name, LockMode mode) const;
+  bool held_briefly(LockName name) const;
   [[noreturn]] static void conflict(TxnId txn, TxnId holder, std::uint32_t table_id,
                                     LockMode wanted);
 

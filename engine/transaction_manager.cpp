@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <cstring>
 #include <optional>
@@ -108,8 +109,28 @@ Transaction TransactionManager::begin() {
   state->locks.reserve(64);  // a typical transaction's row locks, in one allocation
   const std::lock_guard latched(bookkeeping_);
   state->reset(next_txn_++);
+  state->listed = true;
   active_[state->id] = state.get();
   return Transaction(this, std::move(state));
+}
+
+TransactionState& TransactionManager::begin_brief() {
+  refuse_if_restart_needed("begin a transaction");
+  thread_local TransactionState state;  // a thread runs one operation at a time
+  const std::lock_guard latched(bookkeeping_);
+  state.reset(next_txn_++);
+  return state;
+}
+
+void TransactionManager::end_brief(TransactionState& txn) {
+  assert(txn.last_lsn == kNoLsn && txn.undo.empty());
+  finish(txn);
+}
+
+void TransactionManager::list(TransactionState& txn) {
+  const std::lock_guard latched(bookkeeping_);
+  txn.listed = true;
+  active_[txn.id] = &txn;
 }
 
 TransactionState& TransactionManager::begin_autocommit() {
@@ -170,9 +191,10 @@ void TransactionManager::finish(TransactionState& txn) {
   txn.finished = true;
   if (&txn == &autocommit_) {
     autocommit_active_ = false;
-  } else {
+  } else if (txn.listed) {
     const std::lock_guard latched(bookkeeping_);
     active_.erase(txn.id);
+    txn.listed = false;
   }
 }
 

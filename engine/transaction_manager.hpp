@@ -57,6 +57,15 @@ class TransactionManager {
   Transaction begin();
   // The state of a single-operation transaction for calls without a Transaction (reused).
   TransactionState& begin_autocommit();
+  // A single-operation transaction for a change outside transactions beside others
+  // (engine/btree_table.hpp): this thread's own state, a new id. It begins, changes and
+  // commits (commit) within one hold of the latch in changes mode, so no checkpoint can see it
+  // open, and it is not listed among the active transactions; end_brief ends one that changed
+  // nothing. A change that fails midway lists it (list) before it lets go of the latch, to be
+  // aborted under the exclusive latch.
+  TransactionState& begin_brief();
+  void end_brief(TransactionState& txn);
+  void list(TransactionState& txn);
   void commit(TransactionState& txn);
   // A commit beside changes (the latch taken in changes mode by this call): its record,
   // group-committed with others', then its locks released. False (nothing done) when the log
@@ -68,7 +77,7 @@ class TransactionManager {
   // new transactions and checkpoints (Error) until the database is reopened and restart
   // undoes it from the log.
   void forget(TransactionState& txn);
-  bool needs_restart() const { return needs_restart_; }
+  bool needs_restart() const { return needs_restart_.load(std::memory_order_relaxed); }
 
   // At open: Error unless the log can take an operation of operation_bytes with undo_room
   // bytes of live undo beside it. `what` names the operation in the message.
@@ -157,7 +166,7 @@ class TransactionManager {
   TxnId next_txn_ = 1;
   static inline thread_local const TransactionManager* operating_here = nullptr;
   bool checkpointing_ = false;
-  bool needs_restart_ = false;  // an abort failed (forget)
+  std::atomic<bool> needs_restart_{false};  // an abort failed (forget)
   // Changed beside each other by changes (note_undo), apart from them by the exclusive holder.
   std::atomic<std::uint64_t> live_undo_bytes_{0};
   std::uint64_t checkpoint_interval_ = 0;

@@ -39,6 +39,7 @@ class TransactionState {
   std::uint64_t undo_copy_bytes = 0;  // log bytes the next checkpoint needs to copy `undo`
   std::vector<std::uint64_t> locks;   // LockNames held (engine/lock_manager.hpp)
   bool finished = false;
+  bool listed = false;  // among the manager's active transactions (checkpoints see it)
 
   void chain(Lsn lsn) {
     if (first_lsn == kNoLsn) first_lsn = lsn;

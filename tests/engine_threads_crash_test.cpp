@@ -2,12 +2,14 @@
 // opens the database (restart included) and runs four threads of transactions, more threads
 // than cores. Transaction i of thread t inserts row (t, i), sets thread t's counter to i and,
 // one time in three, moves money between two shared accounts (conflicts, aborts and retries
-// among the threads). After each commit the child reports (t, i) through a pipe. The parent
-// kills it at a random moment, reopens, and checks: every acknowledged commit is there; each
-// thread's rows are exactly 1..counter (no transaction half there, none invented); the
-// accounts keep their sum. All four durable architectures. Seeds printed; TRISTORE_SEED
-// replays the kill times (not the interleaving); TRISTORE_SOAK_ITERATIONS=N runs N times the
-// rounds.
+// among the threads); then, outside any transaction (side by side, engine/btree_table.hpp), it
+// stamps i on its own row and (t, i) on a row all threads stamp. After each commit and its
+// stamps the child reports (t, i) through a pipe. The parent kills it at a random moment,
+// reopens, and checks: every acknowledged commit and stamp is there, no stamp runs ahead of
+// its commit; each thread's rows are exactly 1..counter (no transaction half there, none
+// invented); the accounts keep their sum. All four durable architectures. Seeds printed;
+// TRISTORE_SEED replays the kill times (not the interleaving); TRISTORE_SOAK_ITERATIONS=N runs N
+// times the rounds.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -47,6 +49,7 @@ struct Row {
 using Rows = Table<std::uint64_t, Row>;
 using Counts = Table<std::uint64_t, std::uint64_t>;   // thread -> its last committed index
 using Accounts = Table<std::uint64_t, std::int64_t>;  // shared: the sum never changes
+using Stamps = Table<std::uint64_t, std::uint64_t>;   // thread -> i; kThreads -> t << 32 | i
 
 std::uint64_t row_key(std::uint64_t thread, std::uint64_t index) { return thread << 32 | index; }
 Row make_row(std::uint64_t thread, std::uint64_t index) {
@@ -88,8 +91,11 @@ struct Ack {
                            : db->open_table<std::uint64_t, std::uint64_t>("counts");
     Accounts accounts = create ? db->create_table<std::uint64_t, std::int64_t>("accounts")
                                : db->open_table<std::uint64_t, std::int64_t>("accounts");
+    Stamps stamps = create ? db->create_table<std::uint64_t, std::uint64_t>("stamps")
+                           : db->open_table<std::uint64_t, std::uint64_t>("stamps");
     if (create) {
       Transaction setup = db->begin();
+      for (std::uint64_t t = 0; t <= kThreads; ++t) stamps.insert(setup, t, 0);
       for (std::uint64_t t = 0; t < kThreads; ++t) counts.insert(setup, t, 0);
       for (std::uint64_t a = 0; a < kAccounts; ++a) accounts.insert(setup, a, kStart);
       setup.commit();
@@ -121,6 +127,8 @@ struct Ack {
             std::this_thread::yield();
           }
         }
+        // Outside any transaction: each durable once it returns (no transaction locks them).
+        if (!stamps.update(t, i) || !stamps.update(kThreads, t << 32 | i)) _exit(5);
         const Ack ack{t, i};
         if (write(out, &ack, sizeof(ack)) != sizeof(ack)) _exit(3);
       }
@@ -143,6 +151,8 @@ TEST_P(ThreadsCrash, KillNineAmidFourThreadsKeepsEveryAcknowledgedCommitAndNothi
   std::mt19937_64 random(seed);
   const Files files{kFilesPrefix};
   std::array<std::uint64_t, kThreads> acknowledged{};
+  // Stamps acknowledged: unlike commits, one cut before its acknowledgement may be missing.
+  std::array<std::uint64_t, kThreads> stamped{};
   bool created = false;
   std::uint64_t commits_checked = 0;
   const std::uint64_t rounds = kRoundsPerArchitecture * soak();
@@ -166,6 +176,7 @@ TEST_P(ThreadsCrash, KillNineAmidFourThreadsKeepsEveryAcknowledgedCommitAndNothi
         return;
       }
       acknowledged[ack.thread] = std::max(acknowledged[ack.thread], ack.index);
+      stamped[ack.thread] = std::max(stamped[ack.thread], ack.index);
     };
     while (!opened && read(pipe_fds[0], &ack, sizeof(ack)) == sizeof(ack)) receive();
     ASSERT_TRUE(opened) << "the child ended before it opened the database";
@@ -183,10 +194,15 @@ TEST_P(ThreadsCrash, KillNineAmidFourThreadsKeepsEveryAcknowledgedCommitAndNothi
     Rows rows = db->open_table<std::uint64_t, Row>("rows");
     Counts counts = db->open_table<std::uint64_t, std::uint64_t>("counts");
     Accounts accounts = db->open_table<std::uint64_t, std::int64_t>("accounts");
+    Stamps stamps = db->open_table<std::uint64_t, std::uint64_t>("stamps");
     std::array<std::uint64_t, kThreads> committed{};
     for (std::uint64_t t = 0; t < kThreads; ++t) {
       ASSERT_TRUE(counts.get(t, committed[t]));
       ASSERT_GE(committed[t], acknowledged[t]) << "thread " << t << " lost acknowledged commits";
+      std::uint64_t stamp = 0;
+      ASSERT_TRUE(stamps.get(t, stamp));
+      ASSERT_GE(stamp, stamped[t]) << "thread " << t << " lost an acknowledged stamp";
+      ASSERT_LE(stamp, committed[t]) << "thread " << t << "'s stamp ran ahead of its commit";
       acknowledged[t] = committed[t];  // a commit cut before its acknowledgement is kept too
     }
     std::array<std::uint64_t, kThreads> next{};
@@ -216,6 +232,13 @@ TEST_P(ThreadsCrash, KillNineAmidFourThreadsKeepsEveryAcknowledgedCommitAndNothi
       return true;
     });
     ASSERT_EQ(sum, kStart * static_cast<std::int64_t>(kAccounts)) << "a transfer was half done";
+    std::uint64_t shared_stamp = 0;
+    ASSERT_TRUE(stamps.get(kThreads, shared_stamp));
+    if (shared_stamp != 0) {
+      const std::uint64_t t = shared_stamp >> 32, i = shared_stamp & 0xffffffff;
+      ASSERT_LT(t, kThreads) << "the shared stamp is not one a thread wrote";
+      ASSERT_LE(i, committed[t]) << "the shared stamp ran ahead of thread " << t << "'s commit";
+    }
     if (::testing::Test::HasFailure()) return;
   }
   std::printf("%s: %llu rounds, %llu commits present at the last check\n",

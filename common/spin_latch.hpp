@@ -37,6 +37,10 @@ class SpinLatch {
          ++spins)
       spin_back_off(spins);
   }
+  bool try_lock() {
+    return !held_.load(std::memory_order_relaxed) &&
+           !held_.exchange(true, std::memory_order_acquire);
+  }
   void unlock() { held_.store(false, std::memory_order_release); }
 
  private:

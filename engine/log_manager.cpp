@@ -334,7 +334,11 @@ void LogManager::persist_before(Lsn target) {
     return completed_lsn() >= target;
   });
   // 2. One committer at a time; those that waited may find a fence already covered them.
-  std::lock_guard lock(persist_mutex_);
+  for (unsigned spins = 0; !persist_latch_.try_lock(); ++spins) {
+    if (persisted_lsn() >= target) return;
+    spin_back_off(spins);
+  }
+  const std::lock_guard lock(persist_latch_, std::adopt_lock);
   const Lsn from = persisted_lsn();
   if (from >= target) return;
   // 3. Flush everything complete, written on this core or another (a flush writes a line
@@ -343,7 +347,7 @@ void LogManager::persist_before(Lsn target) {
   area_.flush(from, to - from);
   device_.fence();
   persisted_.store(to, std::memory_order_release);
-  bump(fences_, 1);  // under persist_mutex_
+  bump(fences_, 1);  // under persist_latch_
 }
 
 void LogManager::make_room(std::unique_lock<std::mutex>& lock, std::uint64_t size,

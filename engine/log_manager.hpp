@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/spin_latch.hpp"
 #include "common/thread_slot.hpp"
 #include "emulation/nvm_device.hpp"
 #include "engine/log_area.hpp"
@@ -180,11 +181,13 @@ class LogManager {
     std::atomic<std::uint64_t> bytes{0};
   };
   std::array<AppendCounts, kThreadSlots> appends_;
-  std::atomic<std::uint64_t> fences_{0};       // under persist_mutex_
+  std::atomic<std::uint64_t> fences_{0};       // under persist_latch_
   std::atomic<std::uint64_t> checkpoints_{0};  // under mutex_
 
-  std::mutex persist_mutex_;  // one committer flushes and fences, the others wait for it
-  // Ordered before persist_mutex_. Guards the header, checkpoint_ and the on_full state.
+  // One committer flushes and fences; the others spin until its fence covers them, or take
+  // it next (a flush and a fence are a few microseconds: no sleeping in the kernel).
+  SpinLatch persist_latch_;
+  // Ordered before persist_latch_. Guards the header, checkpoint_ and the on_full state.
   mutable std::mutex mutex_;
   std::uint64_t generation_;
   Lsn checkpoint_ = kNoLsn;

@@ -3,7 +3,8 @@
 
   scaling_plot.py RESULTS_DIR NAME
 
-Results are named PANEL_ARCH_tTHREADS.json; PANEL (ycsb-dram, ycsb-nvm, tpcc) picks the panel.
+Results are named PANEL_ARCH_tTHREADS.json; PANEL (ycsb-dram, ycsb-nvm, ycsb-rw, tpcc) picks the
+panel.
 The two-thread points are labelled with their speed-up over the one-thread run.
 Writes results/plots/NAME.png.
 """
@@ -15,6 +16,7 @@ import tristore_results as tr
 PANELS = {
     "ycsb-dram": "YCSB-RO, data in DRAM",
     "ycsb-nvm": "YCSB-RO, data beyond DRAM",
+    "ycsb-rw": "YCSB-RW 50 % updates",
     "tpcc": "TPC-C",
 }
 

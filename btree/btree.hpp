@@ -154,15 +154,12 @@ class BTree {
       for (std::size_t e = 0; e < n; ++e) {
         K k;
         V v;
-        std::memcpy(&k, batch.data() + e * (sizeof(K) + sizeof(V)), sizeof(K));
-        std::memcpy(&v, batch.data() + e * (sizeof(K) + sizeof(V)) + sizeof(K), sizeof(V));
+        batch_entry(batch, e, k, v);
         ++visited;
         if (!visit(static_cast<const K&>(k), static_cast<const V&>(v))) return visited;
       }
       if (!fence) break;
-      // Separators rise from leaf to leaf; one that does not is a damaged inner page.
-      if (!(next < *fence)) fail("corrupt B-tree: the scan's next separator does not rise");
-      next = *fence;
+      next = next_leaf_from(next, *fence);
     }
     return visited;
   }
@@ -206,6 +203,19 @@ class BTree {
       on_copied(static_cast<const K&>(key));
     }
     return n;
+  }
+
+  // Entry e of a batch copy_leaf_from filled.
+  static void batch_entry(const std::vector<std::byte>& batch, std::size_t e, K& key, V& value) {
+    const std::byte* entry = batch.data() + e * (sizeof(K) + sizeof(V));
+    std::memcpy(&key, entry, sizeof(K));
+    std::memcpy(&value, entry + sizeof(K), sizeof(V));
+  }
+  // Where a scan at `from` goes on after its leaf, whose right neighbour starts at `fence`.
+  // Separators rise from leaf to leaf; one that does not is a damaged inner page.
+  static const K& next_leaf_from(const K& from, const K& fence) {
+    if (!(from < fence)) fail("corrupt B-tree: the scan's next separator does not rise");
+    return fence;
   }
 
   // Fills the empty tree with `count` entries; generate(i, key, value) gives the i-th, in

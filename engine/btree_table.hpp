@@ -349,9 +349,8 @@ class BTreeTable final : public TableInterface<K, V> {
       K key = next;
       for (std::size_t e = 0; e < copied; ++e) {
         V value;
-        std::memcpy(&key, batch.data() + e * (sizeof(K) + sizeof(V)), sizeof(K));
+        BTree<K, V, Access>::batch_entry(batch, e, key, value);
         if (e == 0 && resumed && key == next) continue;
-        std::memcpy(&value, batch.data() + e * (sizeof(K) + sizeof(V)) + sizeof(K), sizeof(V));
         ++visited;
         if (!visit(static_cast<const K&>(key), static_cast<const V&>(value))) return visited;
       }
@@ -361,9 +360,7 @@ class BTreeTable final : public TableInterface<K, V> {
         continue;
       }
       if (!more) break;
-      // Separators rise from leaf to leaf; one that does not is a damaged inner page.
-      if (!(next < fence)) fail("corrupt B-tree: the scan's next separator does not rise");
-      next = fence;
+      next = BTree<K, V, Access>::next_leaf_from(next, fence);
       resumed = false;
     }
     return visited;

@@ -23,15 +23,13 @@ void LockManager::lock(TransactionState& txn, std::uint32_t table_id, LockName n
   Lock* found = partition.find(name);
   if (found == nullptr) {
     // 1. A row nobody holds.
-    Lock& lock = partition.insert(name);
-    if (txn.locks.empty()) lockers_.fetch_add(1, std::memory_order_acq_rel);
+    Lock& lock = insert_held(partition, txn, name);
     if (mode == LockMode::kShared) {
       lock.shared = 1;
       lock.shared_by = txn.id;
     } else {
       lock.exclusive = txn.id;
     }
-    txn.locks.push_back(name);
     return;
   }
   // 2. Held already, in this mode or a stronger one.
@@ -70,24 +68,31 @@ bool LockManager::check_free_slow(std::uint32_t table_id, LockName name, LockMod
 }
 
 void LockManager::lock_brief(TransactionState& txn, std::uint32_t table_id, LockName name) {
-  // The partition's latch is let go between tries (the loop's step runs after the guard).
-  for (unsigned spins = 0;; spin_back_off(spins++)) {
-    Partition& partition = partition_of(name);
-    const std::lock_guard latched(partition.latch);
-    const Lock* found = partition.find(name);
-    if (found != nullptr) {
+  for (;;) {
+    {
+      Partition& partition = partition_of(name);
+      const std::lock_guard latched(partition.latch);
+      const Lock* found = partition.find(name);
+      if (found == nullptr) {
+        Lock& lock = insert_held(partition, txn, name);
+        lock.exclusive = txn.id;
+        lock.brief = true;
+        return;
+      }
       if (!found->brief)
         conflict(0, found->exclusive != 0 ? found->exclusive : found->shared_by, table_id,
                  LockMode::kExclusive);
-      continue;
     }
-    Lock& lock = partition.insert(name);
-    lock.exclusive = txn.id;
-    lock.brief = true;
-    if (txn.locks.empty()) lockers_.fetch_add(1, std::memory_order_acq_rel);
-    txn.locks.push_back(name);
-    return;
+    wait_while_brief(name);  // without the partition's latch
   }
+}
+
+LockManager::Lock& LockManager::insert_held(Partition& partition, TransactionState& txn,
+                                            LockName name) {
+  Lock& lock = partition.insert(name);
+  if (txn.locks.empty()) lockers_.fetch_add(1, std::memory_order_acq_rel);
+  txn.locks.push_back(name);
+  return lock;
 }
 
 bool LockManager::held_briefly(LockName name) const {

@@ -106,6 +106,8 @@ class LockManager {
     return partitions_[(name >> 26) % kPartitions];
   }
   static bool holds(const TransactionState& txn, LockName name);
+  // A new lock on name, counted among txn's; the caller sets its holder. Partition latched.
+  Lock& insert_held(Partition& partition, TransactionState& txn, LockName name);
   bool check_free_slow(std::uint32_t table_id, LockName name, LockMode mode) const;
   bool held_briefly(LockName name) const;
   [[noreturn]] static void conflict(TxnId txn, TxnId holder, std::uint32_t table_id,

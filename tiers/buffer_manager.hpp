@@ -51,6 +51,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/changes_beside_counts.hpp"
 #include "common/counters.hpp"
 #include "common/reader_slots.hpp"
 #include "common/spin_latch.hpp"
@@ -205,11 +206,7 @@ class BufferManager {
   }
   // An operation in a transaction served beside others (tiers/resident_writes.hpp), or run
   // again exclusively because it needed more; counted per thread.
-  void add_change_beside(bool retried) {
-    ThreadReads& mine = thread_reads_[thread_slot()];
-    std::atomic<std::uint64_t>& counter = retried ? mine.changes_retried : mine.changes_beside;
-    counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  }
+  void add_change_beside(bool retried) { changes_beside_.add(retried); }
   // A change beside others (tiers/resident_writes.hpp) of resident lines, by the holder of the
   // frame's exclusive latch.
   void mark_written(FrameHeader* frame, std::uint32_t offset, std::uint32_t length) {
@@ -324,10 +321,9 @@ class BufferManager {
     std::atomic<std::uint64_t> page_table_lookups{0};
     std::atomic<std::uint64_t> nvm_lines_appended{0};  // by append_for_reader
     std::atomic<std::uint64_t> appends{0};
-    std::atomic<std::uint64_t> changes_beside{0};  // add_change_beside
-    std::atomic<std::uint64_t> changes_retried{0};
   };
   std::array<ThreadReads, kThreadSlots> thread_reads_;
+  ChangesBesideCounts changes_beside_;
 };
 
 // A fixed page. Move-only; releasing (or destroying) it unfixes the page. Pointers returned

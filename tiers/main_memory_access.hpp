@@ -7,8 +7,6 @@
 // by side (tiers/main_memory_writes.hpp), and per-thread counts of those changes.
 #include <sys/mman.h>
 
-#include <array>
-#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -16,10 +14,9 @@
 #include <utility>
 #include <vector>
 
-#include "common/counters.hpp"
+#include "common/changes_beside_counts.hpp"
 #include "common/error.hpp"
 #include "common/page_format.hpp"
-#include "common/thread_slot.hpp"
 #include "common/types.hpp"
 #include "tiers/swip.hpp"
 
@@ -63,17 +60,10 @@ class MainMemoryAccess {
   }
   // An operation in a transaction served beside others, or run again exclusively because it
   // needed more (as BufferManager::add_change_beside); counted per thread.
-  void add_change_beside(bool retried) {
-    ThreadCounts& mine = thread_counts_[thread_slot()];
-    std::atomic<std::uint64_t>& counter = retried ? mine.changes_retried : mine.changes_beside;
-    counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  }
+  void add_change_beside(bool retried) { changes_beside_.add(retried); }
   Counters counters() const {
     Counters total;
-    for (const ThreadCounts& counts : thread_counts_) {
-      total.changes_beside += counts.changes_beside.load(std::memory_order_relaxed);
-      total.changes_retried += counts.changes_retried.load(std::memory_order_relaxed);
-    }
+    changes_beside_.add_to(total);
     return total;
   }
 
@@ -118,11 +108,6 @@ class MainMemoryAccess {
   struct alignas(64) LatchLine {
     std::uint32_t word;
   };
-  // Two threads sharing a slot (more than kThreadSlots threads) may lose a count, never more.
-  struct alignas(64) ThreadCounts {
-    std::atomic<std::uint64_t> changes_beside{0};
-    std::atomic<std::uint64_t> changes_retried{0};
-  };
 
   std::uint64_t budget_;
   std::uint64_t capacity_;  // pages
@@ -131,7 +116,7 @@ class MainMemoryAccess {
   std::uint64_t used_ = 0;        // pages handed out from the arena's start, freed ones included
   std::vector<std::byte*> free_pages_;
   PageId next_page_id_ = 0;
-  std::array<ThreadCounts, kThreadSlots> thread_counts_;
+  ChangesBesideCounts changes_beside_;
 };
 
 }  // namespace tristore

@@ -32,7 +32,8 @@ namespace tristore {
   X(llc_misses) /* NVM lines that missed the simulated LLC */                                  \
   X(log_bytes_written)                                                                         \
   X(log_records)                                                                               \
-  X(log_checkpoints) /* checkpoints completed (named in the log header) */
+  X(log_checkpoints)        /* checkpoints completed (named in the log header) */              \
+  X(log_checkpoints_beside) /* of those, pages written back beside changes */
 
 struct Counters {
 #define TRISTORE_DECLARE_COUNTER(name) std::uint64_t name = 0;

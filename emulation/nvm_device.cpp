@@ -109,6 +109,7 @@ Counters NvmDevice::counters() const {
     total.log_bytes_written += count(log.bytes_written);
     total.log_records += count(log.records);
     total.log_checkpoints += count(log.checkpoints);
+    total.log_checkpoints_beside += count(log.checkpoints_beside);
   }
   return total;
 }

@@ -163,6 +163,7 @@ class NvmDevice {
     std::atomic<std::uint64_t> records{0};
     std::atomic<std::uint64_t> header_lines_written{0};  // header copies, erased areas
     std::atomic<std::uint64_t> checkpoints{0};
+    std::atomic<std::uint64_t> checkpoints_beside{0};
   };
   LogCounters& log_counters() { return log_counters_[thread_slot()]; }
   Counters counters() const;

@@ -375,9 +375,13 @@ class BTreeTable final : public TableInterface<K, V> {
   bool changing(TransactionState* txn, const K& key, bool beside, Body&& body) {
     if constexpr (kChangesBeside) {
       if (beside && (!kLogged || transactions_.durable()) && !transactions_.latch().held_here()) {
-        const std::optional<bool> changed =
-            txn != nullptr ? changing_beside(*txn, key, body) : autocommitting_beside(key, body);
-        if (changed) return *changed;
+        // Once more after a checkpoint beside changes, if that was what it needed.
+        for (int tries = 0; tries < 2; ++tries) {
+          const std::optional<bool> changed =
+              txn != nullptr ? changing_beside(*txn, key, body) : autocommitting_beside(key, body);
+          if (changed) return *changed;
+          if (tries > 0 || !transactions_.checkpoint_if_due()) break;
+        }
       }
     }
     const OperationLatch::Exclusive latched(transactions_.latch());

@@ -86,15 +86,22 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
            catalog_.entries().size());
   }
 
+  void checkpoint_pages() override { write_back_pages(false); }
+  // Beside changes: the frames dirty before the begin, 32 pages per batch, then the rest
+  // (those of earlier write-back rounds only) as above.
+  void begin_checkpoint_pages_beside() override { manager_->begin_write_back_round(); }
+  bool checkpoint_pages_beside() override { return manager_->write_back_beside(32); }
+  void finish_checkpoint_pages_beside() override { write_back_pages(true); }
+
   // 1. Catalog with the roots' page ids (a swizzled root is fixed once to learn its id).
-  // 2. Every dirty DRAM page written to its NVM slot or SSD, the log first; DRAM stays warm
+  // 2. The dirty DRAM pages written to their NVM slot or SSD, the log first; DRAM stays warm
   //    (write_back_all syncs the SSD, metadata included).
   // 3. basic-nvm: persist the NVM metadata area.
-  void checkpoint_pages() override {
+  void write_back_pages(bool earlier_rounds_only) {
     catalog_.save(metadata_area(), [&](Swip& root) {
       return root.is_swizzled() ? manager_->fix(root, nullptr).page_id() : root.page_id();
     });
-    manager_->write_back_all();
+    manager_->write_back_all(earlier_rounds_only);
     if (ssd_ == nullptr)
       nvm_->device().persist(nvm_->metadata_area().data(), nvm_->metadata_area().size());
   }

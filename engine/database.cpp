@@ -23,6 +23,7 @@ std::unique_ptr<Database> Database::open(const Config& config) {
 }
 
 Transaction Database::begin() {
+  transactions().checkpoint_if_due();  // holding nothing yet
   const OperationLatch::Changes latched(transactions().latch());
   return transactions().begin();
 }

@@ -32,7 +32,8 @@ class DatabaseOver : public Database, protected DurableStore {
         catalog_(std::move(catalog)),
         transactions_(log, log != nullptr ? this : nullptr),
         context_(make_context(access, transactions_, swizzled_swips)) {
-    transactions_.set_checkpoint_interval(config.checkpoint_interval_bytes);
+    transactions_.set_checkpoint_interval(config.checkpoint_interval_bytes,
+                                          std::is_same_v<Access, BufferManager>);
   }
 
   TableBinding bind_table(std::string_view name, std::size_t key_size, std::size_t value_size,

@@ -11,6 +11,14 @@ class DurableStore {
   virtual ~DurableStore() = default;
   // Every change so far durable in NVM or SSD (write-ahead rule kept), the catalog saved.
   virtual void checkpoint_pages() = 0;
+  // A checkpoint beside changes (TransactionManager::checkpoint_if_due), for a store that
+  // writes pages back while changes go on: begin (after the begin record, the database latch
+  // in changes mode) marks the changes to write back, those made so far; write_some (changes
+  // mode) writes a batch back, true once done; finish (the latch exclusive) writes back what
+  // the batches left, as checkpoint_pages does for all.
+  virtual void begin_checkpoint_pages_beside() {}
+  virtual bool checkpoint_pages_beside() { return true; }
+  virtual void finish_checkpoint_pages_beside() { checkpoint_pages(); }
   // One entry of a kRedoOperation record at lsn: page bytes (a full image when the length is
   // kPageSize), a new table root (kRedoRootEntry) or a freed page (kRedoFreedEntry).
   virtual void redo(Lsn lsn, const RedoPageBytes& entry, std::span<const std::byte> bytes) = 0;

@@ -417,7 +417,7 @@ void LogManager::truncate_before(Lsn lsn) {
   write_header_locked(lsn, checkpoint_ >= lsn ? checkpoint_ : kNoLsn);
 }
 
-void LogManager::complete_checkpoint(Lsn checkpoint_begin_lsn, Lsn keep_from) {
+void LogManager::complete_checkpoint(Lsn checkpoint_begin_lsn, Lsn keep_from, bool beside) {
   std::lock_guard lock(mutex_);
   // Everything the header will point at must be whole to be checked, and durable before the
   // header names it.
@@ -435,6 +435,7 @@ void LogManager::complete_checkpoint(Lsn checkpoint_begin_lsn, Lsn keep_from) {
   write_header_locked(keep_from, checkpoint_begin_lsn);
   bump(checkpoints_, 1);  // under mutex_
   device_.log_counters().checkpoints.fetch_add(1, std::memory_order_relaxed);
+  if (beside) device_.log_counters().checkpoints_beside.fetch_add(1, std::memory_order_relaxed);
 }
 
 void LogManager::raise_end_bound_locked(Lsn record_end) {

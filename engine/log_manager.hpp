@@ -95,7 +95,8 @@ class LogManager {
   // Names a finished checkpoint (restart's analysis starts at its begin record) and drops the
   // records before keep_from (a record start, start_lsn() <= keep_from <= checkpoint begin),
   // in one header write: a crash leaves the old checkpoint and start, or both new ones.
-  void complete_checkpoint(Lsn checkpoint_begin_lsn, Lsn keep_from);
+  // beside: its pages were written back beside changes (counted apart too).
+  void complete_checkpoint(Lsn checkpoint_begin_lsn, Lsn keep_from, bool beside = false);
 
   LogCursor read_from(Lsn lsn) const;
   // The record at lsn, its payload copied into payload (record.payload views it), for undo

@@ -62,7 +62,9 @@ std::span<const std::byte> with_undo_key(const LogRecord& record, std::span<cons
 
 void Transaction::commit() {
   state();
+  // No room without a checkpoint: one beside changes, if due, else the exclusive commit's.
   if (manager_->commit_beside(*state_)) return;
+  if (manager_->checkpoint_if_due() && manager_->commit_beside(*state_)) return;
   const OperationLatch::Exclusive latched(manager_->latch());
   manager_->commit(*state_);
 }
@@ -210,10 +212,16 @@ void TransactionManager::require_log_room(std::uint64_t operation_bytes, std::ui
         undo_room + kSmallRecordsRoom);
 }
 
-void TransactionManager::set_checkpoint_interval(std::uint64_t bytes) {
+void TransactionManager::set_checkpoint_interval(std::uint64_t bytes, bool beside) {
   if (log_ == nullptr) return;
   checkpoint_interval_ = bytes != 0 ? bytes : log_->capacity() / 4;
-  next_checkpoint_lsn_ = log_->end_lsn() + checkpoint_interval_;
+  beside_checkpoints_ = beside;
+  set_next_checkpoint(log_->end_lsn());
+}
+
+void TransactionManager::set_next_checkpoint(Lsn begin) {
+  if (checkpoint_interval_ != 0)
+    next_checkpoint_lsn_.store(begin + checkpoint_interval_, std::memory_order_relaxed);
 }
 
 void TransactionManager::make_room(std::uint64_t log_bytes) {
@@ -276,36 +284,88 @@ void TransactionManager::checkpoint() {
   // A checkpoint would truncate the forgotten transaction's undo records.
   refuse_if_restart_needed("checkpoint");
   checkpointing_ = true;
+  beside_begin_ = kNoLsn;  // one running beside changes: this one writes everything
   try {
     // 1. Begin, then every change before it durable in NVM or SSD.
     const Lsn begin = log_->append(LogRecordType::kCheckpointBegin, 0, kNoLsn);
     checkpoint_begins_.push_back(begin);
-    if (checkpoint_interval_ != 0) next_checkpoint_lsn_ = begin + checkpoint_interval_;
+    set_next_checkpoint(begin);
     store_->checkpoint_pages();
-    // 2. Where the log will start, and the live undo records before it copied after begin.
-    const Lsn keep_from = choose_keep_from();
-    copy_live_undo_forward(keep_from);
-    // 3. End, with the unfinished transactions (losers awaiting undo included).
-    std::vector<ActiveTransaction> active;
-    for_each_active([&](TransactionState& txn) {
-      if (txn.first_lsn != kNoLsn) active.push_back({txn.id, txn.first_lsn, txn.last_lsn});
-    });
-    for (auto& [id, loser] : losers_)
-      active.push_back({id, loser.state->first_lsn, loser.state->last_lsn});
-    CheckpointEnd end{.begin_lsn = begin, .active_count = active.size()};
-    const Lsn end_lsn = log_->append(LogRecordType::kCheckpointEnd, 0, kNoLsn,
-                                     {bytes_of(end), std::as_bytes(std::span(active))});
-    log_->persist_up_to(end_lsn);
-    // 4. Restart starts here from now on, and the log before keep_from is free: one header
-    //    write, so a crash cannot leave the checkpoint named but the space still held.
-    log_->complete_checkpoint(begin, keep_from);
-    std::erase_if(checkpoint_begins_, [&](Lsn lsn) { return lsn < keep_from; });
-    ++checkpoints_;
+    complete_checkpoint(begin, false);
   } catch (...) {
     checkpointing_ = false;
     throw;
   }
   checkpointing_ = false;
+}
+
+bool TransactionManager::checkpoint_beside() {
+  // One thread at a time; the others go on with their changes.
+  if (latch_.held_here() || needs_restart() ||
+      checkpoint_claimed_.exchange(true, std::memory_order_acquire))
+    return false;
+  struct Unclaim {
+    std::atomic<bool>& claimed;
+    ~Unclaim() { claimed.store(false, std::memory_order_release); }
+  } unclaim{checkpoint_claimed_};
+  // 1. Begin, the changes before it marked for write-back (BufferManager::mark_dirty), unless
+  //    an exclusive checkpoint came first.
+  Lsn begin;
+  {
+    const OperationLatch::Changes latched(latch_, OperationLatch::Purpose::kRead);
+    // (The begin record is a changer's small record: room_beside counts this thread in.)
+    if (log_->end_lsn() < next_checkpoint_lsn_.load(std::memory_order_relaxed) ||
+        !log_room_beside())
+      return false;
+    begin = log_->append(LogRecordType::kCheckpointBegin, 0, kNoLsn);
+    checkpoint_begins_.push_back(begin);
+    set_next_checkpoint(begin);
+    beside_begin_ = begin;
+    store_->begin_checkpoint_pages_beside();
+  }
+  // 2. Batch by batch, each in changes mode of its own: exclusive operations run in between.
+  for (bool written = false; !written;) {
+    const OperationLatch::Changes latched(latch_, OperationLatch::Purpose::kRead);
+    if (beside_begin_ != begin) return true;  // an exclusive checkpoint took over
+    written = store_->checkpoint_pages_beside();
+  }
+  // 3. What the batches left (frames the exclusive operations moved, parents of swizzled
+  //    children), the catalog, the syncs, then the end: exclusively.
+  const OperationLatch::Exclusive latched(latch_);
+  if (beside_begin_ != begin || needs_restart()) return true;
+  beside_begin_ = kNoLsn;
+  checkpointing_ = true;
+  try {
+    store_->finish_checkpoint_pages_beside();
+    complete_checkpoint(begin, true);
+  } catch (...) {
+    checkpointing_ = false;
+    throw;
+  }
+  checkpointing_ = false;
+  return true;
+}
+
+void TransactionManager::complete_checkpoint(Lsn begin, bool beside) {
+  // 1. Where the log will start, and the live undo records before it copied after begin.
+  const Lsn keep_from = choose_keep_from();
+  copy_live_undo_forward(keep_from);
+  // 2. End, with the unfinished transactions (losers awaiting undo included).
+  std::vector<ActiveTransaction> active;
+  for_each_active([&](TransactionState& txn) {
+    if (txn.first_lsn != kNoLsn) active.push_back({txn.id, txn.first_lsn, txn.last_lsn});
+  });
+  for (auto& [id, loser] : losers_)
+    active.push_back({id, loser.state->first_lsn, loser.state->last_lsn});
+  CheckpointEnd end{.begin_lsn = begin, .active_count = active.size()};
+  const Lsn end_lsn = log_->append(LogRecordType::kCheckpointEnd, 0, kNoLsn,
+                                   {bytes_of(end), std::as_bytes(std::span(active))});
+  log_->persist_up_to(end_lsn);
+  // 3. Restart starts here from now on, and the log before keep_from is free: one header
+  //    write, so a crash cannot leave the checkpoint named but the space still held.
+  log_->complete_checkpoint(begin, keep_from, beside);
+  std::erase_if(checkpoint_begins_, [&](Lsn lsn) { return lsn < keep_from; });
+  ++checkpoints_;
 }
 
 Lsn TransactionManager::choose_keep_from() {

@@ -91,7 +91,7 @@ class TransactionManager {
   void reserve(std::uint64_t log_bytes) {
     if (log_ == nullptr) return;
     if (log_->free_bytes() >= log_bytes + live_undo_bytes_ + kSmallRecordsRoom &&
-        log_->end_lsn() < next_checkpoint_lsn_) [[likely]]
+        log_->end_lsn() < next_checkpoint_lsn_.load(std::memory_order_relaxed)) [[likely]]
       return;
     make_room(log_bytes);
   }
@@ -99,16 +99,36 @@ class TransactionManager {
   // changer inside appends at most kBesideChangeBound bytes (its record, with its undo, and
   // that undo's copy), so the room for all of them is checked, not set aside: a changer that
   // entered later checks for itself too. False when only a checkpoint would make the room
-  // (the exclusive latch's: the caller runs exclusively instead). Called in changes mode.
+  // (the exclusive latch's, or checkpoint_if_due's: the caller runs exclusively instead), or
+  // when the checkpoint interval has passed. Called in changes mode.
   static constexpr std::uint64_t kBesideChangeBound = 16 * 1024;
   bool room_beside() const {
     if (log_ == nullptr) return true;
-    return log_->free_bytes() >=
-               latch_.changers() * kBesideChangeBound + live_undo_bytes_ + kSmallRecordsRoom &&
-           log_->end_lsn() < next_checkpoint_lsn_;
+    return log_room_beside() &&
+           log_->end_lsn() < next_checkpoint_lsn_.load(std::memory_order_relaxed);
   }
-  // bytes: Config::checkpoint_interval_bytes (0: a quarter of the log's capacity).
-  void set_checkpoint_interval(std::uint64_t bytes);
+  bool log_room_beside() const {
+    return log_->free_bytes() >=
+           latch_.changers() * kBesideChangeBound + live_undo_bytes_ + kSmallRecordsRoom;
+  }
+  // bytes: Config::checkpoint_interval_bytes (0: a quarter of the log's capacity). beside:
+  // the store writes pages back beside changes (DurableStore::checkpoint_pages_beside), so
+  // the checkpoint that the interval calls for runs beside them (checkpoint_if_due) unless an
+  // exclusive operation comes first (reserve).
+  void set_checkpoint_interval(std::uint64_t bytes, bool beside = false);
+  // Where a thread that holds no latch may take on work for all: a transaction's begin, a
+  // change or commit that found the interval passed (room_beside) before it goes exclusive.
+  // Once the interval has passed, the first thread here checkpoints beside the others'
+  // changes: its begin record, the pages dirty before it written back a batch at a time in
+  // changes mode (exclusive operations run in between), then the rest, the undo copies and
+  // the end record exclusively. An exclusive checkpoint meanwhile takes over (its begin is
+  // later, it writes everything). True when this thread ran one (the interval starts again).
+  bool checkpoint_if_due() {
+    if (!beside_checkpoints_ ||
+        log_->end_lsn() < next_checkpoint_lsn_.load(std::memory_order_relaxed)) [[likely]]
+      return false;
+    return checkpoint_beside();
+  }
   // Logs (and remembers in txn) a logical undo record, before the table changes.
   void log_undo(TransactionState& txn, UndoTarget& table, std::span<const std::byte> undo);
   // Remembers in txn the undo (UndoLogical + key + before-image) that the record at lsn, a
@@ -153,6 +173,11 @@ class TransactionManager {
     if (autocommit_active_) visit(autocommit_);
   }
   void make_room(std::uint64_t log_bytes);
+  bool checkpoint_beside();
+  // A checkpoint's end, its pages written back since `begin`: the log's new start, the live
+  // undo copied forward, the end record, the header. The latch exclusive.
+  void complete_checkpoint(Lsn begin, bool beside);
+  void set_next_checkpoint(Lsn begin);
   void on_log_full();
   void finish(TransactionState& txn);
   void refuse_if_restart_needed(std::string_view what) const;
@@ -165,12 +190,18 @@ class TransactionManager {
   DurableStore* store_;
   TxnId next_txn_ = 1;
   static inline thread_local const TransactionManager* operating_here = nullptr;
-  bool checkpointing_ = false;
+  bool checkpointing_ = false;  // in checkpoint(): a checkpoint's log-full callback is no cue
+  // Checkpoints beside changes: whether the store can, the thread that runs one (claimed),
+  // and its begin record while it runs (kNoLsn once an exclusive checkpoint took over).
+  bool beside_checkpoints_ = false;
+  std::atomic<bool> checkpoint_claimed_{false};
+  Lsn beside_begin_ = kNoLsn;
   std::atomic<bool> needs_restart_{false};  // an abort failed (forget)
   // Changed beside each other by changes (note_undo), apart from them by the exclusive holder.
   std::atomic<std::uint64_t> live_undo_bytes_{0};
   std::uint64_t checkpoint_interval_ = 0;
-  Lsn next_checkpoint_lsn_ = ~Lsn{0};  // the log's end at which the interval has passed
+  // The log's end at which the interval has passed; read beside changes.
+  std::atomic<Lsn> next_checkpoint_lsn_{~Lsn{0}};
   std::uint64_t checkpoints_ = 0;
   // Unfinished transactions begun with begin(); the autocommit one apart (no map insert per
   // operation): for_each_active visits both.

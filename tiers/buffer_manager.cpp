@@ -107,6 +107,7 @@ BufferManager::Guard BufferManager::allocate_page() {
   frame->header.page_id = page_id;
   frame->mark_all_resident();
   frame->dirty_all = true;
+  frame->dirty_round = write_back_round_.load(std::memory_order_relaxed);
   page_table_.insert_or_assign(page_id, &frame->header);
   return pin(&frame->header);
 }

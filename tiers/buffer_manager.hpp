@@ -139,7 +139,18 @@ class BufferManager {
   // slot, else SSD) and the SSD file is synced, but nothing is evicted: residency, swizzled
   // swips and fixes stay as they are. Pages are only read, so fixed pages are fine; a guard
   // must not hold written bytes not yet marked dirty.
-  void write_back_all();
+  // earlier_rounds_only: only the full frames dirty since before the current write-back round
+  // (and every dirty mini page); what a checkpoint beside changes leaves to its exclusive end.
+  void write_back_all(bool earlier_rounds_only = false);
+  // A checkpoint beside changes (engine/transaction_manager.cpp), with the database latch in
+  // changes mode: begin_write_back_round after the checkpoint's begin record (frames dirtied
+  // from then on belong to the new round: their changes are logged after it), then
+  // write_back_beside until it returns true, each call writing back up to `max_pages` of the
+  // frames dirty since an earlier round, each under its frame latch, so the latch can be let
+  // go in between; write_back_all(true) finishes. Frames that own swizzled swips are left to
+  // write_back_all, which knows where the swips are.
+  void begin_write_back_round();
+  bool write_back_beside(std::size_t max_pages);
   // Forced replacement steps (tests, tools): false when nothing could be evicted.
   bool evict_one_dram_frame() { return evict_for(Need::kAnything); }
   bool evict_one_nvm_page() { return evict_nvm_pages(1) == 1; }
@@ -304,6 +315,13 @@ class BufferManager {
   std::size_t nvm_eviction_batch_ = 0;
   std::size_t nvm_reserved_slots_ = 0;  // free slots an eviction round left for admissions
   std::vector<SlotId> nvm_victims_;     // reused by evict_nvm_pages
+  // Checkpoints beside changes: the round frames dirtied now belong to (FullFrame::dirty_round),
+  // and the slab write_back_beside goes on from.
+  std::atomic<std::uint32_t> write_back_round_{1};
+  std::size_t write_back_cursor_ = 0;
+  static constexpr std::size_t kSlabsPerBatch = 1024;  // looked at per write_back_beside call
+  bool write_back_dirty(FrameHeader* frame, std::span<const SwizzledSwip> swips,
+                        std::byte* scratch);
 
   // Readers beside the manager (see Threads above). The miss latch has a cache line of its
   // own: appends beside it read the fields around it.
@@ -433,6 +451,9 @@ inline void BufferManager::mark_dirty(FrameHeader* frame, std::uint32_t offset,
     FullFrame* full = as_full(frame);
     assert(full->is_resident(first, last) && "mark_dirty of non-resident lines");
     if (!full->dirty_all) {
+      // Acquire: a frame that sees a new round is dirtied after the checkpoint record that
+      // began it, so its change is logged after that record.
+      if (full->dirty.none()) full->dirty_round = write_back_round_.load(std::memory_order_acquire);
       if (frame->nvm != nullptr && cache_line_grained_)
         full->dirty.set(first, last);
       else

@@ -122,6 +122,10 @@ struct alignas(64) FullFrame {
   std::uint16_t swizzled_children = 0;  // a frame with swizzled children is never evicted
   bool resident_all = false;            // whole-page flags: skip the masks
   bool dirty_all = false;
+  // The write-back round (BufferManager::begin_write_back_round) in which the frame last went
+  // from clean to dirty: a checkpoint beside changes writes back the frames dirty since an
+  // earlier round. 0: older than any round.
+  std::uint32_t dirty_round = 0;
   LineMask resident;
   LineMask dirty;
   alignas(64) std::byte data[kPageSize];
@@ -141,6 +145,9 @@ struct alignas(64) FullFrame {
   }
 };
 static_assert(offsetof(FullFrame, data) <= 128, "full frame header must fit two cache lines");
+static_assert(offsetof(FullFrame, dirty_round) + sizeof(std::uint32_t) <=
+                  offsetof(FullFrame, resident),
+              "the round fills the padding before the masks");
 static_assert(sizeof(FullFrame) == 128 + kPageSize);
 
 // Lines are kept in the order they were loaded, each read's lines in consecutive slots,

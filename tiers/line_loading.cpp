@@ -213,6 +213,8 @@ FullFrame* BufferManager::promote(MiniPage* mini) {
     full->resident.set(line);
     if (from.mini_dirty & (1u << slot)) full->dirty.set(line);
   }
+  // A mini page keeps no round: its dirty lines count as older than any.
+  full->dirty_round = 0;
   // 3. The page table and the owning swip now lead to the full frame.
   page_table_.insert_or_assign(from.page_id, &full->header);
   if (from.has(frame_flag::kSwizzled)) {

@@ -225,7 +225,7 @@ std::vector<BufferManager::SwizzledSwip> BufferManager::swizzled_swips_by_parent
   return swips;
 }
 
-void BufferManager::write_back_all() {
+void BufferManager::write_back_all(bool earlier_rounds_only) {
   // 1. The swizzled swips of each parent frame, from their children's headers: no page may
   //    reach NVM or SSD with a DRAM pointer in it.
   const std::vector<SwizzledSwip> swips = swizzled_swips_by_parent();
@@ -239,45 +239,100 @@ void BufferManager::write_back_all() {
     return {first, last};
   };
   std::vector<std::byte> scratch(kPageSize);
-  // 2. Each dirty page to its home, the log first (write-ahead rule): an NVM-backed page its
-  //    dirty lines to its slot, any other page the whole page to SSD. Then it is clean.
+  // 2. Each dirty page to its home (write_back_dirty); with earlier_rounds_only, not the full
+  //    frames first dirtied in this round (their changes are logged after the checkpoint began).
+  const std::uint32_t round = write_back_round_.load(std::memory_order_relaxed);
   for_each_frame(pool_, [&](FrameHeader* frame) {
     if (frame->has(frame_flag::kPromoted)) return;
-    if (frame->is_mini()) {
-      if (frame->mini_dirty == 0) return;
-      if (options_.before_write_back) options_.before_write_back(write_back_lsn(frame));
-      persist_dirty_lines(frame, {}, nullptr);
-      frame->mini_dirty = 0;
-      return;
-    }
-    FullFrame* full = as_full(frame);
-    if (!full->dirty_all && full->dirty.none()) return;
-    if (options_.before_write_back) options_.before_write_back(write_back_lsn(frame));
-    if (frame->nvm != nullptr) {
-      persist_dirty_lines(frame, swips_of(full), scratch.data());
-    } else {
-      // A page that never was in NVM goes to a free NVM slot while the free-slot policy
-      // admits there (it stays in DRAM, now backed by its slot: later checkpoints write its
-      // dirty lines only; no NVM page is evicted for it), else whole to SSD.
-      assert(full->resident_all && full->dirty_all && ssd_ != nullptr);
-      const std::byte* page =
-          unswizzled_lines(full, 0, kLinesPerPage, swips_of(full), scratch.data());
-      std::byte* slot = nullptr;
-      if (nvm_ != nullptr && options_.admit_while_nvm_has_free_slots &&
-          nvm_->slots_in_use() + nvm_reserved_slots_ < nvm_->slot_count())
-        slot = admit_to_nvm(frame->page_id, page, true);
-      if (slot != nullptr)
-        frame->nvm = slot;
-      else
-        write_to_ssd(frame->page_id, page);
-    }
-    full->dirty_all = false;
-    full->dirty.clear_all();
+    if (earlier_rounds_only && !frame->is_mini() && as_full(frame)->dirty_round >= round) return;
+    write_back_dirty(frame,
+                     frame->is_mini() ? std::span<const SwizzledSwip>{} : swips_of(as_full(frame)),
+                     scratch.data());
   });
   // 3. One SSD sync for the page writes (also making allocations and frees durable), then
   //    checksums for the NVM pages written line by line since the last checkpoint.
   if (ssd_ != nullptr) sync_ssd();
   if (nvm_ != nullptr) nvm_->seal_pages();
+}
+
+void BufferManager::begin_write_back_round() {
+  // Release: a changer that sees the new round dirties its frame after the record the caller
+  // appended before this call (BufferManager::mark_dirty).
+  write_back_round_.fetch_add(1, std::memory_order_release);
+  write_back_cursor_ = 0;
+}
+
+bool BufferManager::write_back_beside(std::size_t max_pages) {
+  // Changes mode: frames are neither taken nor let go, and swips are neither swizzled nor
+  // unswizzled; changers change only whole full frames, each under its frame latch.
+  const std::uint32_t round = write_back_round_.load(std::memory_order_relaxed);
+  std::size_t written = 0;
+  const std::size_t last_slab = std::min(pool_.slab_count(), write_back_cursor_ + kSlabsPerBatch);
+  auto older = [&](FullFrame* full) {
+    return full->dirty_round < round && (full->dirty_all || !full->dirty.none());
+  };
+  for (; write_back_cursor_ < last_slab && written < max_pages; ++write_back_cursor_) {
+    const std::size_t slab = write_back_cursor_;
+    if (pool_.kind(slab) == FramePool::SlabKind::kFull) {
+      FullFrame* full = pool_.full_frame(slab);
+      FrameHeader* frame = &full->header;
+      if (frame->has(frame_flag::kRetired) || full->swizzled_children != 0) continue;
+      frame->latch_exclusive();
+      try {
+        if (older(full)) written += write_back_dirty(frame, {}, nullptr) ? 1 : 0;
+      } catch (...) {
+        frame->unlatch_exclusive();
+        throw;
+      }
+      frame->unlatch_exclusive();
+    } else if (pool_.kind(slab) == FramePool::SlabKind::kMini) {
+      // Changers never change a mini page.
+      for (std::size_t i = 0; i < FramePool::kMinisPerSlab; ++i) {
+        if ((pool_.minis_in_use(slab) & (1u << i)) == 0) continue;
+        FrameHeader* frame = &pool_.mini_page(slab, i)->header;
+        constexpr std::uint8_t kLetGo =
+            frame_flag::kPromoted | frame_flag::kReplaced | frame_flag::kRetired;
+        if (!frame->has(kLetGo)) written += write_back_dirty(frame, {}, nullptr) ? 1 : 0;
+      }
+    }
+  }
+  return write_back_cursor_ >= pool_.slab_count();
+}
+
+bool BufferManager::write_back_dirty(FrameHeader* frame, std::span<const SwizzledSwip> swips,
+                                     std::byte* scratch) {
+  // The log first (write-ahead rule): an NVM-backed page its dirty lines to its slot, any
+  // other page the whole page to SSD. Then it is clean.
+  if (frame->is_mini()) {
+    if (frame->mini_dirty == 0) return false;
+    if (options_.before_write_back) options_.before_write_back(write_back_lsn(frame));
+    persist_dirty_lines(frame, {}, nullptr);
+    frame->mini_dirty = 0;
+    return true;
+  }
+  FullFrame* full = as_full(frame);
+  if (!full->dirty_all && full->dirty.none()) return false;
+  if (options_.before_write_back) options_.before_write_back(write_back_lsn(frame));
+  if (frame->nvm != nullptr) {
+    persist_dirty_lines(frame, swips, scratch);
+  } else {
+    // A page that never was in NVM goes to a free NVM slot while the free-slot policy
+    // admits there (it stays in DRAM, now backed by its slot: later checkpoints write its
+    // dirty lines only; no NVM page is evicted for it), else whole to SSD.
+    assert(full->resident_all && full->dirty_all && ssd_ != nullptr);
+    const std::byte* page = unswizzled_lines(full, 0, kLinesPerPage, swips, scratch);
+    std::byte* slot = nullptr;
+    if (nvm_ != nullptr && options_.admit_while_nvm_has_free_slots &&
+        nvm_->slots_in_use() + nvm_reserved_slots_ < nvm_->slot_count())
+      slot = admit_to_nvm(frame->page_id, page, true);
+    if (slot != nullptr)
+      frame->nvm = slot;
+    else
+      write_to_ssd(frame->page_id, page);
+  }
+  full->dirty_all = false;
+  full->dirty.clear_all();
+  return true;
 }
 
 }  // namespace tristore

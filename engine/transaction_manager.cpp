@@ -58,6 +58,18 @@ std::span<const std::byte> with_undo_key(const LogRecord& record, std::span<cons
   return scratch;
 }
 
+// checkpointing_ while a checkpoint runs on this thread, also when it throws.
+class Checkpointing {
+ public:
+  explicit Checkpointing(bool& flag) : flag_(flag) { flag_ = true; }
+  ~Checkpointing() { flag_ = false; }
+  Checkpointing(const Checkpointing&) = delete;
+  Checkpointing& operator=(const Checkpointing&) = delete;
+
+ private:
+  bool& flag_;
+};
+
 }  // namespace
 
 void Transaction::commit() {
@@ -283,20 +295,14 @@ void TransactionManager::checkpoint() {
   if (log_ == nullptr || checkpointing_) return;
   // A checkpoint would truncate the forgotten transaction's undo records.
   refuse_if_restart_needed("checkpoint");
-  checkpointing_ = true;
+  const Checkpointing checkpointing(checkpointing_);
   beside_begin_ = kNoLsn;  // one running beside changes: this one writes everything
-  try {
-    // 1. Begin, then every change before it durable in NVM or SSD.
-    const Lsn begin = log_->append(LogRecordType::kCheckpointBegin, 0, kNoLsn);
-    checkpoint_begins_.push_back(begin);
-    set_next_checkpoint(begin);
-    store_->checkpoint_pages();
-    complete_checkpoint(begin, false);
-  } catch (...) {
-    checkpointing_ = false;
-    throw;
-  }
-  checkpointing_ = false;
+  // 1. Begin, then every change before it durable in NVM or SSD.
+  const Lsn begin = log_->append(LogRecordType::kCheckpointBegin, 0, kNoLsn);
+  checkpoint_begins_.push_back(begin);
+  set_next_checkpoint(begin);
+  store_->checkpoint_pages();
+  complete_checkpoint(begin, false);
 }
 
 bool TransactionManager::checkpoint_beside() {
@@ -334,15 +340,9 @@ bool TransactionManager::checkpoint_beside() {
   const OperationLatch::Exclusive latched(latch_);
   if (beside_begin_ != begin || needs_restart()) return true;
   beside_begin_ = kNoLsn;
-  checkpointing_ = true;
-  try {
-    store_->finish_checkpoint_pages_beside();
-    complete_checkpoint(begin, true);
-  } catch (...) {
-    checkpointing_ = false;
-    throw;
-  }
-  checkpointing_ = false;
+  const Checkpointing checkpointing(checkpointing_);
+  store_->finish_checkpoint_pages_beside();
+  complete_checkpoint(begin, true);
   return true;
 }
 

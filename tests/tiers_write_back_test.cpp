@@ -3,7 +3,8 @@
 // DRAM as it was (residency, swizzled swips, swizzled hits), and the files as they are right
 // then (NVM: the crash simulator's image after a crash; SSD: a copy) must open as a database
 // in which every page reads back as the model says, swips as page ids and never as pointers.
-// Seeded: the seed is printed; TRISTORE_SEED=<n> replays it.
+// Seeded: the seed is printed; TRISTORE_SEED=<n> replays it. Also the write-ahead hook, and
+// the write-back rounds of checkpoints beside changes.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -93,6 +93,9 @@ class OperationLatch {
   }
   // Whether this thread holds the latch (in any mode).
   bool held_here() const { return held_latch == this; }
+  // Whether this thread is inside no call on the database: it holds no latch and runs no
+  // scan's visit function.
+  bool free_here() const { return held_latch != this && visiting_latch != this; }
   // Whether changes run now (a hint: they may end or begin at once), and how many.
   bool changes_inside() const { return changers() != 0; }
   std::uint32_t changers() const { return changers_.load(std::memory_order_relaxed); }

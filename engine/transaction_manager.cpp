@@ -307,7 +307,7 @@ void TransactionManager::checkpoint() {
 
 bool TransactionManager::checkpoint_beside() {
   // One thread at a time; the others go on with their changes.
-  if (latch_.held_here() || needs_restart() ||
+  if (!latch_.free_here() || needs_restart() ||
       checkpoint_claimed_.exchange(true, std::memory_order_acquire))
     return false;
   struct Unclaim {

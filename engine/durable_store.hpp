@@ -12,10 +12,10 @@ class DurableStore {
   // Every change so far durable in NVM or SSD (write-ahead rule kept), the catalog saved.
   virtual void checkpoint_pages() = 0;
   // A checkpoint beside changes (TransactionManager::checkpoint_if_due), for a store that
-  // writes pages back while changes go on: begin (after the begin record, the database latch
-  // in changes mode) marks the changes to write back, those made so far; write_some (changes
-  // mode) writes a batch back, true once done; finish (the latch exclusive) writes back what
-  // the batches left, as checkpoint_pages does for all.
+  // writes pages back while changes go on: begin_ (after the begin record, the database latch
+  // in changes mode) marks the changes to write back, those made so far; checkpoint_ (changes
+  // mode) writes a batch back, true once done; finish_ (the latch exclusive) writes back what
+  // the batches left, as checkpoint_pages does for all. The defaults write nothing beside.
   virtual void begin_checkpoint_pages_beside() {}
   virtual bool checkpoint_pages_beside() { return true; }
   virtual void finish_checkpoint_pages_beside() { checkpoint_pages(); }

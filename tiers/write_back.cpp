@@ -268,9 +268,6 @@ bool BufferManager::write_back_beside(std::size_t max_pages) {
   const std::uint32_t round = write_back_round_.load(std::memory_order_relaxed);
   std::size_t written = 0;
   const std::size_t last_slab = std::min(pool_.slab_count(), write_back_cursor_ + kSlabsPerBatch);
-  auto older = [&](FullFrame* full) {
-    return full->dirty_round < round && (full->dirty_all || !full->dirty.none());
-  };
   for (; write_back_cursor_ < last_slab && written < max_pages; ++write_back_cursor_) {
     const std::size_t slab = write_back_cursor_;
     if (pool_.kind(slab) == FramePool::SlabKind::kFull) {
@@ -279,7 +276,7 @@ bool BufferManager::write_back_beside(std::size_t max_pages) {
       if (frame->has(frame_flag::kRetired) || full->swizzled_children != 0) continue;
       frame->latch_exclusive();
       try {
-        if (older(full)) written += write_back_dirty(frame, {}, nullptr) ? 1 : 0;
+        if (full->dirty_round < round) written += write_back_dirty(frame, {}, nullptr) ? 1 : 0;
       } catch (...) {
         frame->unlatch_exclusive();
         throw;

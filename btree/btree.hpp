@@ -87,13 +87,22 @@ class BTree {
   // Copies value bytes [offset, offset + length) of `key` to `out`.
   bool lookup_part(const K& key, std::uint32_t offset, std::uint32_t length, void* out) {
     assert(offset + length <= sizeof(V));
+    auto copy = [&](Guard& leaf, std::uint32_t count) {
+      Position at = search(leaf, count, key);
+      if (!at.found) return false;
+      if (length > 0)
+        std::memcpy(out, leaf.read(Leaf::value_offset(at.index) + offset, length), length);
+      return true;
+    };
     std::uint32_t count;
-    Guard leaf = find_leaf(key, count);
-    Position at = search(leaf, count, key);
-    if (!at.found) return false;
-    if (length > 0)
-      std::memcpy(out, leaf.read(Leaf::value_offset(at.index) + offset, length), length);
-    return true;
+    if constexpr (kOptimisticLeafReads) {
+      // The count is read within each try: the leaf may change beside it.
+      Guard leaf = find_leaf(key, count, LeafLatch::kNone);
+      return access_.read_leaf(leaf, [&] { return copy(leaf, header(leaf).count); });
+    } else {
+      Guard leaf = find_leaf(key, count);
+      return copy(leaf, count);
+    }
   }
 
   bool update(const K& key, const V& value) { return update_part(key, 0, sizeof(V), &value); }
@@ -174,7 +183,7 @@ class BTree {
     fence.reset();
     Guard node = access_.fix(root_, nullptr);
     for (std::uint32_t depth = 1;; check_depth(node, ++depth)) {
-      latch_if_leaf(node, false);
+      latch_if_leaf(node, LeafLatch::kShared);
       const NodeHeader h = header(node);
       if (h.is_leaf) break;
       std::uint32_t i = upper_bound(node, h.count, from);
@@ -372,10 +381,25 @@ class BTree {
     return lo;
   }
 
-  Guard find_leaf(const K& key, std::uint32_t& count, bool for_change = false) {
+  // How a descent beside changes holds its leaf: latched shared to read, exclusive to change,
+  // or not at all, for a read that validates instead (kOptimisticLeafReads).
+  enum class LeafLatch : std::uint8_t { kShared, kExclusive, kNone };
+  // An access whose leaves change beside readers that may read them unlatched, read_leaf
+  // taking the read again until no change ran beside it (tiers/resident_writes.hpp).
+  static constexpr bool kOptimisticLeafReads = requires(Access & access, Guard& leaf) {
+    access.read_leaf(leaf, [] { return true; });
+  };
+
+  // With LeafLatch::kNone, count is left to the caller's validated read.
+  Guard find_leaf(const K& key, std::uint32_t& count, LeafLatch latch = LeafLatch::kShared) {
+    assert(latch != LeafLatch::kNone || kOptimisticLeafReads);
     Guard node = access_.fix(root_, nullptr);
     for (std::uint32_t depth = 1;; check_depth(node, ++depth)) {
-      latch_if_leaf(node, for_change);
+      if (latch == LeafLatch::kNone && is_leaf(node)) {
+        count = 0;
+        return node;
+      }
+      latch_if_leaf(node, latch);
       NodeHeader h = header(node);
       if (h.is_leaf) {
         count = h.count;
@@ -389,16 +413,20 @@ class BTree {
   // An access that changes leaves beside other threads (tiers/resident_writes.hpp) latches
   // leaves only, shared, or exclusive for a change: no inner node changes while it runs. A
   // leaf is told by its is_leaf byte, which no change of an entry writes.
-  void latch_if_leaf(Guard& node, bool for_change) {
-    if constexpr (requires { access_.latch_leaf(node, for_change); }) {
-      std::uint8_t is_leaf;
-      std::memcpy(&is_leaf, node.read(kNodeHeaderOffset + offsetof(NodeHeader, is_leaf), 1), 1);
-      if (is_leaf != 0) access_.latch_leaf(node, for_change);
+  void latch_if_leaf(Guard& node, LeafLatch latch) {
+    if constexpr (requires { access_.latch_leaf(node, true); }) {
+      if (latch != LeafLatch::kNone && is_leaf(node))
+        access_.latch_leaf(node, latch == LeafLatch::kExclusive);
     }
+  }
+  static bool is_leaf(Guard& node) {
+    std::uint8_t leaf;
+    std::memcpy(&leaf, node.read(kNodeHeaderOffset + offsetof(NodeHeader, is_leaf), 1), 1);
+    return leaf != 0;
   }
   // The leaf a change of one entry goes to.
   Guard find_leaf_to_change(const K& key, std::uint32_t& count) {
-    return find_leaf(key, count, true);
+    return find_leaf(key, count, LeafLatch::kExclusive);
   }
   // Such an access leaves splits and merges to others (it throws).
   void structure_change() {

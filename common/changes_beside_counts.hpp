@@ -1,8 +1,8 @@
 #pragma once
 // Operations served beside others (changes mode, tiers/resident_writes.hpp and
 // tiers/main_memory_writes.hpp), and those run again exclusively because they needed more:
-// counted per thread slot (common/thread_slot.hpp), a cache line each, so that threads share
-// no written line for them; two threads sharing a slot may lose a count, never more.
+// counted per thread slot (common/thread_slot.hpp: add_in_own_slot), a cache line each, so
+// that threads share no written line for them.
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -16,8 +16,7 @@ class ChangesBesideCounts {
  public:
   void add(bool retried) {
     Slot& mine = slots_[thread_slot()];
-    std::atomic<std::uint64_t>& counter = retried ? mine.retried : mine.beside;
-    counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    add_in_own_slot(retried ? mine.retried : mine.beside, 1);
   }
   // Into total's changes_beside and changes_retried.
   void add_to(Counters& total) const {

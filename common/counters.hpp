@@ -25,6 +25,7 @@ namespace tristore {
   X(reader_appends)        /* such misses served by appending lines beside each other */       \
   X(changes_beside)        /* reads and changes in transactions served beside each other */    \
   X(changes_retried)       /* such operations that needed more, run again exclusively */       \
+  X(leaf_reads_retried)    /* optimistic leaf reads beside changes that a change spoilt */     \
   X(nvm_admissions)        /* DRAM evictions admitted to NVM */                                \
   X(nvm_admissions_denied) /* DRAM evictions sent to SSD instead */                            \
   X(dram_evictions)                                                                            \

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 
 namespace tristore {
 
@@ -24,6 +25,13 @@ inline std::size_t thread_slot() {
 // consistent: a thread whose first thread_slot() comes after this call is not counted).
 inline std::size_t thread_slots_in_use() {
   return std::min(detail::threads_given_a_slot.load(std::memory_order_seq_cst), kThreadSlots);
+}
+
+// Adds n to a counter kept in the calling thread's slot: only that thread adds to it, so a
+// plain load and store (no locked instruction); others read it relaxed to sum the slots. Two
+// threads sharing a slot may lose a count, never more.
+inline void add_in_own_slot(std::atomic<std::uint64_t>& counter, std::uint64_t n) {
+  counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
 }
 
 // Whether some slot has had more than one thread.

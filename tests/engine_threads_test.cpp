@@ -515,6 +515,88 @@ TEST_P(Threads, ReadersBesideWritersInDramSeeWholeRowsAndNeverGoBack) {
   });
 }
 
+// Lookups beside inserts and removes in the same leaves, in DRAM: writers insert and remove
+// the keys between the stable ones (each change shifts the entries of its leaf), readers look
+// up stable keys in transactions and outside them, and must find each one, whole, every time.
+// Beside changes the buffer-managed architectures read leaves optimistically (no latch,
+// validated by the frame's version): a lookup that took a leaf halfway through a shift would
+// miss its key or read another row.
+TEST_P(Threads, LookupsBesideInsertsAndRemovesInTheirLeavesFindEveryStableRow) {
+  const std::uint64_t seed = testing_support::test_seed();
+  constexpr std::uint64_t kStable = 3000, kGap = 4;  // stable keys 0, 4, 8, ...
+  constexpr unsigned kReaders = 3, kWriters = 3;
+  constexpr int kReads = 40000, kChanges = 20000;
+  Config config;
+  config.architecture = GetParam();
+  config.dram_bytes = 64 * kMiB;
+  config.nvm_bytes = 48 * kMiB;
+  config.ssd_bytes = 64 * kMiB;
+  config.nvm_path = files_.nvm;
+  config.ssd_path = files_.ssd;
+  config.open_mode = OpenMode::kCreateReplacing;
+  auto db = Database::open(config);
+  auto rows = db->create_table<std::uint64_t, Row>("rows");
+  rows.bulk_load(kStable, [](std::size_t n, std::uint64_t& key, Row& row) {
+    key = n * kGap;
+    row = make_row(key, 0);
+  });
+  std::vector<std::map<std::uint64_t, std::uint64_t>> models(kWriters + 1);
+  for (std::uint64_t n = 0; n < kStable; ++n) models[kWriters][n * kGap] = 0;
+  std::atomic<std::uint64_t> conflicts{0};
+  on_threads(kReaders + kWriters, [&](unsigned t) {
+    std::mt19937_64 random(seed * 15485863 + t);
+    if (t < kWriters) {  // writer t owns the keys n * kGap + 1 + t
+      auto& model = models[t];
+      for (int i = 1; i <= kChanges; ++i) {
+        const std::uint64_t key = (random() % kStable) * kGap + 1 + t;
+        if (model.erase(key) == 1) {
+          if (!rows.remove(key)) throw Error(fmt::format("writer {}: remove {} missed", t, key));
+        } else {
+          if (!rows.insert(key, make_row(key, 1)))
+            throw Error(fmt::format("writer {}: insert {} found the key", t, key));
+          model[key] = 1;
+        }
+      }
+      return;
+    }
+    auto check = [&](bool found, const Row& row, std::uint64_t key, const char* how) {
+      if (!found)
+        throw Error(fmt::format("reader {}: {} missed stable key {} (seed {})", t, how, key, seed));
+      if (row.key != key || row.version != 0 || row.filler[0] != key * 31 ||
+          row.filler[13] != key * 31)
+        throw Error(fmt::format("reader {}: {} of key {} read row {} version {} (seed {})", t, how,
+                                key, row.key, row.version, seed));
+    };
+    for (int i = 0; i < kReads;) {
+      if (random() % 2 == 0) {
+        const std::uint64_t key = (random() % kStable) * kGap;
+        Row row;
+        check(rows.get(key, row), row, key, "get");
+        ++i;
+        continue;
+      }
+      try {
+        Transaction txn = db->begin();
+        for (int n = 0; n < 8; ++n, ++i) {
+          const std::uint64_t key = (random() % kStable) * kGap;
+          Row row;
+          check(rows.get(txn, key, row), row, key, "get in a transaction");
+        }
+        txn.commit();
+      } catch (const LockConflict&) {  // a brief lock of a writer's change outside transactions
+        conflicts.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  });
+  const Counters counters = db->counters();
+  std::printf(
+      "changes beside each other %llu, leaf reads spoilt by a change %llu, conflicts %llu\n",
+      static_cast<unsigned long long>(counters.changes_beside),
+      static_cast<unsigned long long>(counters.leaf_reads_retried),
+      static_cast<unsigned long long>(conflicts.load()));
+  expect_table_holds(rows, models, seed);
+}
+
 // Readers alone over a table far beyond DRAM (1 MiB for ~3 MiB of rows): every read's misses
 // are served beside the other readers (appends, the miss latch, evictions, frames retired
 // until the readers inside leave), and every row read is the row written.

@@ -223,6 +223,7 @@ Counters BufferManager::counters() const {
     total.page_table_lookups += reads.page_table_lookups.load(std::memory_order_relaxed);
     total.nvm_lines_read += reads.nvm_lines_appended.load(std::memory_order_relaxed);
     total.reader_appends += reads.appends.load(std::memory_order_relaxed);
+    total.leaf_reads_retried += reads.leaf_reads_retried.load(std::memory_order_relaxed);
   }
   changes_beside_.add_to(total);
   if (nvm_ != nullptr) total += nvm_->device().counters();

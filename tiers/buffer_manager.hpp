@@ -207,13 +207,12 @@ class BufferManager {
   const std::byte* read_for_reader(FrameHeader*& frame, std::uint32_t offset, std::uint32_t length);
   // Whether a fix through `swip` (held in parent_frame; null: a root swip) would swizzle it.
   bool would_swizzle(const Swip& swip, const FrameHeader* child, FrameHeader* parent_frame) const;
-  void add_resident_reads(std::uint64_t swizzled_hits, std::uint64_t page_table_lookups) {
+  void add_resident_reads(std::uint64_t swizzled_hits, std::uint64_t page_table_lookups,
+                          std::uint64_t leaf_reads_retried = 0) {
     ThreadReads& mine = thread_reads_[thread_slot()];
-    mine.swizzled_hits.store(mine.swizzled_hits.load(std::memory_order_relaxed) + swizzled_hits,
-                             std::memory_order_relaxed);
-    mine.page_table_lookups.store(
-        mine.page_table_lookups.load(std::memory_order_relaxed) + page_table_lookups,
-        std::memory_order_relaxed);
+    add_in_own_slot(mine.swizzled_hits, swizzled_hits);
+    add_in_own_slot(mine.page_table_lookups, page_table_lookups);
+    if (leaf_reads_retried != 0) add_in_own_slot(mine.leaf_reads_retried, leaf_reads_retried);
   }
   // An operation in a transaction served beside others (tiers/resident_writes.hpp), or run
   // again exclusively because it needed more; counted per thread.
@@ -339,6 +338,7 @@ class BufferManager {
     std::atomic<std::uint64_t> page_table_lookups{0};
     std::atomic<std::uint64_t> nvm_lines_appended{0};  // by append_for_reader
     std::atomic<std::uint64_t> appends{0};
+    std::atomic<std::uint64_t> leaf_reads_retried{0};  // optimistic tries a change spoilt
   };
   std::array<ThreadReads, kThreadSlots> thread_reads_;
   ChangesBesideCounts changes_beside_;

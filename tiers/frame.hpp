@@ -30,13 +30,24 @@ inline constexpr std::uint8_t kReplaced = 32;    // a mini page replaced by a la
 inline constexpr std::uint8_t kRetired = 64;     // let go, back to the pool after readers left
 }  // namespace frame_flag
 
+// The fences of optimistic reads (FrameHeader::optimistic_version). ThreadSanitizer supports
+// no thread fence and is told to ignore the reads they order (tiers/resident_writes.hpp): its
+// builds keep the compiler's order only (x86 keeps loads in order, and stores).
+inline void optimistic_read_fence(std::memory_order order) {
+#if defined(__SANITIZE_THREAD__)
+  std::atomic_signal_fence(order);
+#else
+  std::atomic_thread_fence(order);
+#endif
+}
+
 struct FrameHeader {
   // Version-latch word (vmcache style): bits 0..55 version, bumped whenever the page changes
   // or leaves the frame; bit 63 the append latch: one thread at a time adds lines to the frame
   // while readers share the database latch (tiers/reader_misses.cpp); bits 56..62 the frame
   // latch of changes side by side (tiers/resident_writes.hpp): bit 62 one thread changing the
-  // page, bits 56..61 the threads reading it. Optimistic readers will validate against the
-  // version without a redesign.
+  // page, bits 56..61 the threads reading it under the latch. Readers beside changes read a
+  // leaf optimistically instead: they take the word without bit 62 and validate against it.
   std::atomic<std::uint64_t> version{0};
   PageId page_id = kInvalidPageId;
   std::byte* nvm = nullptr;  // the NVM slot backing this page; null: not NVM-backed
@@ -109,11 +120,36 @@ struct FrameHeader {
       std::uint64_t word = version.load(std::memory_order_relaxed);
       if ((word & (kLatchExclusive | kLatchSharedMask)) != 0) continue;
       if (version.compare_exchange_weak(word, word | kLatchExclusive, std::memory_order_acquire,
-                                        std::memory_order_relaxed))
+                                        std::memory_order_relaxed)) {
+        // The holder's writes stay after the bit (optimistic readers see the bit or miss them).
+        optimistic_read_fence(std::memory_order_release);
         return;
+      }
     }
   }
-  void unlatch_exclusive() { version.fetch_and(~kLatchExclusive, std::memory_order_release); }
+  // A plain store: while bit 62 is set nothing else writes the word (the latches compare and
+  // swap only from a word without it; the append latch is taken only while no change runs).
+  void unlatch_exclusive() {
+    const std::uint64_t word = version.load(std::memory_order_relaxed);
+    assert((word & kLatchExclusive) != 0);
+    version.store(word & ~kLatchExclusive, std::memory_order_release);
+  }
+
+  // Optimistic reads (vmcache's shape): the word once no change is under way (the shared
+  // holders left out), to compare with unchanged_since after the read. Every change of a page
+  // bumps the version (BufferManager::mark_dirty) under the exclusive bit.
+  std::uint64_t optimistic_version() const {
+    for (unsigned spins = 0;; spin_back_off(spins++)) {
+      const std::uint64_t word = version.load(std::memory_order_acquire);
+      if ((word & kLatchExclusive) == 0) return word & ~kLatchSharedMask;
+    }
+  }
+  // Whether no change began or ended since optimistic_version returned seen: then every byte
+  // read in between is as one change left it.
+  bool unchanged_since(std::uint64_t seen) const {
+    optimistic_read_fence(std::memory_order_acquire);
+    return (version.load(std::memory_order_relaxed) & ~kLatchSharedMask) == seen;
+  }
 };
 static_assert(sizeof(FrameHeader) == 40);
 

@@ -161,11 +161,8 @@ const std::byte* BufferManager::append_for_reader(FrameHeader* frame, std::uint3
   }
   frame->unlatch_appends();
   ThreadReads& mine = thread_reads_[thread_slot()];
-  auto add = [](std::atomic<std::uint64_t>& counter, std::uint64_t n) {
-    counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-  };
-  add(mine.nvm_lines_appended, loaded);
-  add(mine.appends, 1);
+  add_in_own_slot(mine.nvm_lines_appended, loaded);
+  add_in_own_slot(mine.appends, 1);
   return bytes;
 }
 

@@ -4,7 +4,9 @@
 // so the buffer pool, the page table, the swips and every inner node stay as they are; only
 // leaf entries change. So inner nodes are read without a latch, and leaves are latched in
 // their frame (latch_leaf: FrameHeader::latch_shared, or latch_exclusive for a change). A
-// thread holds at most one frame latch at a time, so the latches cannot deadlock.
+// thread holds at most one frame latch at a time, so the latches cannot deadlock. A lookup
+// reads its leaf optimistically instead (read_leaf): it writes nothing shared, and reads again
+// if a change ran beside it.
 //
 // Anything more (a page not in DRAM, a swip to swizzle, a line not resident, a leaf to split
 // or merge, a leaf to change that is not a full frame with every line resident) throws
@@ -24,6 +26,11 @@
 #include "tiers/frame.hpp"
 #include "tiers/pages_stay_put.hpp"
 #include "tiers/swip.hpp"
+
+#if defined(__SANITIZE_THREAD__)
+extern "C" void AnnotateIgnoreReadsBegin(const char* file, int line);
+extern "C" void AnnotateIgnoreReadsEnd(const char* file, int line);
+#endif
 
 namespace tristore {
 
@@ -101,7 +108,9 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
 
   explicit ResidentWrites(BufferManager& manager) : manager_(manager) {}
   // Counts this object's fixes into the manager's per-thread counters.
-  ~ResidentWrites() { manager_.add_resident_reads(swizzled_hits_, page_table_lookups_); }
+  ~ResidentWrites() {
+    manager_.add_resident_reads(swizzled_hits_, page_table_lookups_, leaf_reads_retried_);
+  }
   ResidentWrites(const ResidentWrites&) = delete;
   ResidentWrites& operator=(const ResidentWrites&) = delete;
 
@@ -141,13 +150,47 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
     leaf.frame_->latch_exclusive();
     leaf.latched_ = Guard::Latched::kExclusive;
   }
+  // Runs read() on a leaf that no latch_leaf latched, without a latch: again while a change
+  // ran beside it (the frame's version moved), after a few tries under the shared latch, which
+  // waits its turn. read() must stay inside the page whatever bytes it finds (the B-tree bounds
+  // its counts) and may write only what the next try writes over.
+  template <typename Read>
+  auto read_leaf(Guard& leaf, Read&& read) {
+    assert(leaf.latched_ == Guard::Latched::kNo);
+    const FrameHeader* frame = leaf.frame_;
+    for (unsigned attempt = 0; attempt < kOptimisticAttempts; ++attempt) {
+      const std::uint64_t version = frame->optimistic_version();
+      auto result = [&] {
+        [[maybe_unused]] const IgnoringRacingReads ignoring;
+        return read();
+      }();
+      if (frame->unchanged_since(version)) [[likely]]
+        return result;
+      ++leaf_reads_retried_;
+    }
+    latch_leaf(leaf, false);
+    return read();
+  }
+  static constexpr unsigned kOptimisticAttempts = 4;
+
   // A split, a merge or a new root: the exclusive latch's.
   [[noreturn]] void refuse_structure_change() { throw RetryExclusively{}; }
 
  private:
+  // The reads of an optimistic try race with the change they then give up on, by design:
+  // ThreadSanitizer is told to leave them out (its checks of every write stay), until the try
+  // ends, returning or throwing.
+  struct IgnoringRacingReads {
+#if defined(__SANITIZE_THREAD__)
+    IgnoringRacingReads() { AnnotateIgnoreReadsBegin(__FILE__, __LINE__); }
+    ~IgnoringRacingReads() { AnnotateIgnoreReadsEnd(__FILE__, __LINE__); }
+#endif
+  };
+
   BufferManager& manager_;
   std::uint64_t swizzled_hits_ = 0;
   std::uint64_t page_table_lookups_ = 0;
+  std::uint64_t leaf_reads_retried_ = 0;
 };
 
 }  // namespace tristore

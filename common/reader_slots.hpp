@@ -32,6 +32,17 @@ class ReaderSlots {
     return (slots_[slot].word.load(std::memory_order_seq_cst) & kCountMask) != 0;
   }
 
+  // A number that moves whenever a thread in another slot enters or leaves (each enter and
+  // each leave adds to its slot's word); a slot this thread shares counts as another's.
+  std::uint64_t others_activity() const {
+    const std::size_t mine = thread_slot(), slots = thread_slots_in_use();
+    std::uint64_t sum =
+        thread_slots_shared() ? slots_[mine].word.load(std::memory_order_acquire) : 0;
+    for (std::size_t i = 0; i < slots; ++i)
+      if (i != mine) sum += slots_[i].word.load(std::memory_order_acquire);
+    return sum;
+  }
+
   // A picture of who is inside now, to tell later whether they have all left.
   struct Snapshot {
     std::array<std::uint64_t, kThreadSlots> words{};

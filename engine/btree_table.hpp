@@ -275,7 +275,9 @@ class BTreeTable final : public TableInterface<K, V> {
       // Reads outside transactions too, while changes run (shared holders would wait for
       // them). Not inside another call (a scan's visit function): that nests where it is.
       const OperationLatch& latch = transactions_.latch();
-      if (restartable && !latch.held_here() && (txn != nullptr || latch.changes_inside())) {
+      // In a transaction of a thread alone, exclusive is cheaper (OperationLatch::alone_here).
+      if (restartable && !latch.held_here() &&
+          (txn != nullptr ? !latch.alone_here() : latch.changes_inside())) {
         try {
           const OperationLatch::Changes latched(transactions_.latch(),
                                                 OperationLatch::Purpose::kRead);
@@ -374,7 +376,8 @@ class BTreeTable final : public TableInterface<K, V> {
   template <typename Body>
   bool changing(TransactionState* txn, const K& key, bool beside, Body&& body) {
     if constexpr (kChangesBeside) {
-      if (beside && (!kLogged || transactions_.durable()) && !transactions_.latch().held_here()) {
+      if (beside && (!kLogged || transactions_.durable()) && !transactions_.latch().held_here() &&
+          !transactions_.latch().alone_here()) {
         // Once more after a checkpoint beside changes, if that was what it needed.
         for (int tries = 0; tries < 2; ++tries) {
           const std::optional<bool> changed =

@@ -24,7 +24,12 @@ std::unique_ptr<Database> Database::open(const Config& config) {
 
 Transaction Database::begin() {
   transactions().checkpoint_if_due();  // holding nothing yet
-  const OperationLatch::Changes latched(transactions().latch());
+  OperationLatch& latch = transactions().latch();
+  if (latch.alone_here()) {  // cheaper for a thread alone (OperationLatch::alone_here)
+    const OperationLatch::Exclusive latched(latch);
+    return transactions().begin();
+  }
+  const OperationLatch::Changes latched(latch);
   return transactions().begin();
 }
 

@@ -1,7 +1,5 @@
 #include "engine/lock_manager.hpp"
 
-#include <mutex>
-
 #include "common/checksum.hpp"
 #include "engine/transaction_state.hpp"
 
@@ -15,11 +13,12 @@ LockName lock_name(std::uint32_t table_id, std::span<const std::byte> key) {
 }
 
 LockManager::LockManager() = default;
+LockManager::LockManager(const OperationLatch& database_latch) : database_latch_(&database_latch) {}
 
 void LockManager::lock(TransactionState& txn, std::uint32_t table_id, LockName name,
                        LockMode mode) {
   Partition& partition = partition_of(name);
-  const std::lock_guard latched(partition.latch);
+  const PartitionLatched latched(*this, partition);
   Lock* found = partition.find(name);
   if (found == nullptr) {
     // 1. A row nobody holds.
@@ -57,7 +56,7 @@ void LockManager::lock(TransactionState& txn, std::uint32_t table_id, LockName n
 
 bool LockManager::check_free_slow(std::uint32_t table_id, LockName name, LockMode mode) const {
   const Partition& partition = partition_of(name);
-  const std::lock_guard latched(partition.latch);
+  const PartitionLatched latched(*this, partition);
   const Lock* lock = partition.find(name);
   if (lock == nullptr) return true;
   if (lock->brief) return false;
@@ -71,7 +70,7 @@ void LockManager::lock_brief(TransactionState& txn, std::uint32_t table_id, Lock
   for (;;) {
     {
       Partition& partition = partition_of(name);
-      const std::lock_guard latched(partition.latch);
+      const PartitionLatched latched(*this, partition);
       const Lock* found = partition.find(name);
       if (found == nullptr) {
         Lock& lock = insert_held(partition, txn, name);
@@ -97,7 +96,7 @@ LockManager::Lock& LockManager::insert_held(Partition& partition, TransactionSta
 
 bool LockManager::held_briefly(LockName name) const {
   const Partition& partition = partition_of(name);
-  const std::lock_guard latched(partition.latch);
+  const PartitionLatched latched(*this, partition);
   const Lock* lock = partition.find(name);
   return lock != nullptr && lock->brief;
 }
@@ -110,7 +109,7 @@ void LockManager::release_all(TransactionState& txn) {
   if (txn.locks.empty()) return;
   for (const LockName name : txn.locks) {
     Partition& partition = partition_of(name);
-    const std::lock_guard latched(partition.latch);
+    const PartitionLatched latched(*this, partition);
     Lock* lock = partition.find(name);
     if (lock == nullptr) continue;
     if (lock->exclusive == txn.id) {
@@ -128,7 +127,7 @@ void LockManager::release_all(TransactionState& txn) {
 std::size_t LockManager::locked_rows() const {
   std::size_t rows = 0;
   for (const Partition& partition : partitions_) {
-    const std::lock_guard latched(partition.latch);
+    const PartitionLatched latched(*this, partition);
     rows += partition.count;
   }
   return rows;

@@ -21,7 +21,8 @@
 // (linear probing, no allocation per lock): a transaction takes a lock per row it touches.
 // Safe for threads (changes side by side take locks under the database latch's changes mode,
 // engine/operation_latch.hpp): the table is split into partitions by the key's hash, each
-// with a latch of its own, so that threads locking different rows seldom meet. Readers
+// with a latch of its own, so that threads locking different rows seldom meet. A caller that
+// holds the database latch exclusive has the table to itself and takes no partition latch. Readers
 // outside transactions first ask whether any transaction holds a lock at all (one word,
 // changed once per transaction that locks, not once per lock).
 #include <array>
@@ -34,6 +35,7 @@
 #include "common/error.hpp"
 #include "common/spin_latch.hpp"
 #include "engine/log_record.hpp"
+#include "engine/operation_latch.hpp"
 
 namespace tristore {
 
@@ -53,7 +55,10 @@ LockName lock_name(std::uint32_t table_id, std::span<const std::byte> key);
 
 class LockManager {
  public:
+  // With the database's latch, whose exclusive holder takes no partition latch; without one,
+  // every call latches its partition.
   LockManager();
+  explicit LockManager(const OperationLatch& database_latch);
 
   // Takes mode on name for txn, or upgrades its shared lock. A conflicting lock of another
   // transaction -> LockConflict, and txn holds what it held before.
@@ -105,6 +110,24 @@ class LockManager {
   const Partition& partition_of(LockName name) const {
     return partitions_[(name >> 26) % kPartitions];
   }
+  // A partition's latch, unless the caller holds the database latch exclusive.
+  class [[nodiscard]] PartitionLatched {
+   public:
+    PartitionLatched(const LockManager& locks, const Partition& partition)
+        : latch_(locks.database_latch_ != nullptr && locks.database_latch_->exclusive_here()
+                     ? nullptr
+                     : &partition.latch) {
+      if (latch_ != nullptr) latch_->lock();
+    }
+    ~PartitionLatched() {
+      if (latch_ != nullptr) latch_->unlock();
+    }
+    PartitionLatched(const PartitionLatched&) = delete;
+    PartitionLatched& operator=(const PartitionLatched&) = delete;
+
+   private:
+    SpinLatch* latch_;
+  };
   static bool holds(const TransactionState& txn, LockName name);
   // A new lock on name, counted among txn's; the caller sets its holder. Partition latched.
   Lock& insert_held(Partition& partition, TransactionState& txn, LockName name);
@@ -113,6 +136,7 @@ class LockManager {
   [[noreturn]] static void conflict(TxnId txn, TxnId holder, std::uint32_t table_id,
                                     LockMode wanted);
 
+  const OperationLatch* database_latch_ = nullptr;
   std::array<Partition, kPartitions> partitions_;
   alignas(64) std::atomic<std::size_t> lockers_{0};  // transactions holding a lock
 };

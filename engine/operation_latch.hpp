@@ -77,6 +77,7 @@ class OperationLatch {
   void lock_changes(Purpose purpose = Purpose::kChange) {
     if (held_latch == this || (purpose == Purpose::kChange && visiting_latch == this)) [[unlikely]]
       refuse_nested_change();
+    mark_entered();
     for (;;) {
       for (unsigned spins = 0; writer_.load(std::memory_order_acquire) ||
                                readers_waiting_.load(std::memory_order_relaxed) != 0;
@@ -93,9 +94,30 @@ class OperationLatch {
   }
   // Whether this thread holds the latch (in any mode).
   bool held_here() const { return held_latch == this; }
+  // Whether this thread holds it exclusive: nothing else runs on the database.
+  bool exclusive_here() const { return held_latch == this && held_mode == Mode::kExclusive; }
   // Whether this thread is inside no call on the database: it holds no latch and runs no
   // scan's visit function.
   bool free_here() const { return held_latch != this && visiting_latch != this; }
+  // Whether this thread has had the database to itself for its last kAloneAfter questions
+  // (the first question on a latch has nothing to compare with):
+  // no other thread has entered meanwhile, in any mode, and none is inside or waiting. Then an
+  // operation may as well hold the latch exclusive, which costs one thread less than changes
+  // mode's latches do, and keeps nobody waiting. (Threads that work side by side enter every
+  // few operations of each other, and keep changing side by side.) A hint: a thread that
+  // comes now waits for one operation, and its coming (mark_entered, or its reader slot)
+  // makes the next answer false.
+  static constexpr unsigned kAloneAfter = 64;
+  bool alone_here() const {
+    const std::uint64_t activity = readers_.others_activity();
+    const bool nobody_else = alone_seen.latch == id_ && alone_seen.activity == activity &&
+                             last_entered_.load(std::memory_order_relaxed) == thread_slot() + 1 &&
+                             changers_.load(std::memory_order_relaxed) == 0 &&
+                             !writer_.load(std::memory_order_relaxed) &&
+                             readers_waiting_.load(std::memory_order_relaxed) == 0;
+    alone_seen = {id_, activity, nobody_else ? alone_seen.questions + 1 : 0};
+    return alone_seen.questions >= kAloneAfter;
+  }
   // Whether changes run now (a hint: they may end or begin at once), and how many.
   bool changes_inside() const { return changers() != 0; }
   std::uint32_t changers() const { return changers_.load(std::memory_order_relaxed); }
@@ -117,6 +139,7 @@ class OperationLatch {
           "this read cannot run inside a scan that holds the database shared (its visit "
           "function may read outside transactions only)");
     }
+    mark_entered();
     // The flag is the writers' lock too: operations are short, so a writer spins (then
     // yields) rather than sleeping in the kernel, as a mutex would under contention.
     for (unsigned spins = 0; writer_.exchange(true, std::memory_order_seq_cst); ++spins)
@@ -195,6 +218,13 @@ class OperationLatch {
     held_depth = latch != nullptr ? 1 : 0;
     held_mode = mode;
   }
+  // Who came last for changes or exclusive (a slot + 1), written only when it changes: for
+  // alone_here, before the caller waits, so the holder's next question sees it.
+  void mark_entered() {
+    const auto me = static_cast<std::uint32_t>(thread_slot() + 1);
+    if (last_entered_.load(std::memory_order_relaxed) != me)
+      last_entered_.store(me, std::memory_order_relaxed);
+  }
   void drain_readers() const {
     const std::size_t slots = thread_slots_in_use();
     for (std::size_t i = 0; i < slots; ++i)
@@ -215,9 +245,19 @@ class OperationLatch {
   static inline thread_local Mode held_mode = Mode::kShared;
   // The latch whose scan's visit function this thread runs (Visiting).
   static inline thread_local const OperationLatch* visiting_latch = nullptr;
+  // What this thread's last alone_here saw of the others.
+  struct AloneSeen {
+    std::uint64_t latch;  // its id_ (a new latch may take a closed one's address)
+    std::uint64_t activity;
+    unsigned questions;  // answered alone in a row
+  };
+  static inline thread_local AloneSeen alone_seen{0, 0, 0};
+  static inline std::atomic<std::uint64_t> latches_made{0};
+  const std::uint64_t id_ = latches_made.fetch_add(1, std::memory_order_relaxed) + 1;
   ReaderSlots readers_;
   alignas(64) std::atomic<bool> writer_{false};
   alignas(64) std::atomic<std::uint32_t> changers_{0};
+  std::atomic<std::uint32_t> last_entered_{0};  // written by changers too: their line
   alignas(64) std::atomic<std::uint32_t> readers_waiting_{0};
 };
 

@@ -75,7 +75,8 @@ class Checkpointing {
 void Transaction::commit() {
   state();
   // No room without a checkpoint: one beside changes, if due, else the exclusive commit's.
-  if (manager_->commit_beside(*state_)) return;
+  // A thread alone commits exclusively at once (OperationLatch::alone_here).
+  if (!manager_->latch().alone_here() && manager_->commit_beside(*state_)) return;
   if (manager_->checkpoint_if_due() && manager_->commit_beside(*state_)) return;
   const OperationLatch::Exclusive latched(manager_->latch());
   manager_->commit(*state_);

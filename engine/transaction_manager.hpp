@@ -209,8 +209,8 @@ class TransactionManager {
   // Over next_txn_ and active_ among begins and commits beside changes (the exclusive holder
   // reads them without it).
   SpinLatch bookkeeping_;
-  LockManager locks_;
   mutable OperationLatch latch_;
+  LockManager locks_{latch_};
   TransactionState autocommit_;
   bool autocommit_active_ = false;
   std::map<TxnId, Loser> losers_;

@@ -100,6 +100,18 @@ class Threads : public ::testing::TestWithParam<Architecture> {
     config.checkpoint_interval_bytes = 128 << 10;  // checkpoints while the threads run
     return Database::open(config);
   }
+  // A new database whose tables fit in DRAM.
+  std::unique_ptr<Database> open_in_dram() {
+    Config config;
+    config.architecture = GetParam();
+    config.dram_bytes = 64 * kMiB;
+    config.nvm_bytes = 48 * kMiB;
+    config.ssd_bytes = 64 * kMiB;
+    config.nvm_path = files_.nvm;
+    config.ssd_path = files_.ssd;
+    config.open_mode = OpenMode::kCreateReplacing;
+    return Database::open(config);
+  }
   // Closes the database and opens it again: the table must still hold the models.
   void expect_table_survives_reopen(
       std::unique_ptr<Database>& db, Table<std::uint64_t, Row>& rows,
@@ -474,15 +486,7 @@ TEST_P(Threads, ReadersBesideWritersInDramSeeWholeRowsAndNeverGoBack) {
   constexpr std::uint64_t kKeys = 2000;
   constexpr unsigned kReaders = 4, kWriters = 2;
   constexpr int kReads = 20000, kWrites = 1500;
-  Config config;
-  config.architecture = GetParam();
-  config.dram_bytes = 64 * kMiB;
-  config.nvm_bytes = 48 * kMiB;
-  config.ssd_bytes = 64 * kMiB;
-  config.nvm_path = files_.nvm;
-  config.ssd_path = files_.ssd;
-  config.open_mode = OpenMode::kCreateReplacing;
-  auto db = Database::open(config);
+  auto db = open_in_dram();
   auto rows = db->create_table<std::uint64_t, Row>("rows");
   rows.bulk_load(kKeys, [](std::size_t n, std::uint64_t& key, Row& row) {
     key = n;
@@ -526,15 +530,7 @@ TEST_P(Threads, LookupsBesideInsertsAndRemovesInTheirLeavesFindEveryStableRow) {
   constexpr std::uint64_t kStable = 3000, kGap = 4;  // stable keys 0, 4, 8, ...
   constexpr unsigned kReaders = 3, kWriters = 3;
   constexpr int kReads = 40000, kChanges = 20000;
-  Config config;
-  config.architecture = GetParam();
-  config.dram_bytes = 64 * kMiB;
-  config.nvm_bytes = 48 * kMiB;
-  config.ssd_bytes = 64 * kMiB;
-  config.nvm_path = files_.nvm;
-  config.ssd_path = files_.ssd;
-  config.open_mode = OpenMode::kCreateReplacing;
-  auto db = Database::open(config);
+  auto db = open_in_dram();
   auto rows = db->create_table<std::uint64_t, Row>("rows");
   rows.bulk_load(kStable, [](std::size_t n, std::uint64_t& key, Row& row) {
     key = n * kGap;

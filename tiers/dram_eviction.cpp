@@ -58,9 +58,7 @@ std::size_t BufferManager::reclaim_retired() {
 }
 
 bool BufferManager::evictable(FrameHeader* frame) const {
-  constexpr std::uint8_t kLetGo =
-      frame_flag::kPromoted | frame_flag::kReplaced | frame_flag::kRetired;
-  if (frame->fix_count != 0 || frame->has(kLetGo)) return false;
+  if (frame->fix_count != 0 || frame->has(frame_flag::kLetGo)) return false;
   return frame->is_mini() || as_full(frame)->swizzled_children == 0;
 }
 

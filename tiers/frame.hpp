@@ -28,6 +28,8 @@ inline constexpr std::uint8_t kOwnerIsRoot = 8;  // owner.root_swip, not owner.p
 inline constexpr std::uint8_t kPromoted = 16;    // a mini page forwarding to `full`
 inline constexpr std::uint8_t kReplaced = 32;    // a mini page replaced by a larger copy
 inline constexpr std::uint8_t kRetired = 64;     // let go, back to the pool after readers left
+// A frame let go (promoted, replaced or retired): no longer the page's, left alone.
+inline constexpr std::uint8_t kLetGo = kPromoted | kReplaced | kRetired;
 }  // namespace frame_flag
 
 // The fences of optimistic reads (FrameHeader::optimistic_version). ThreadSanitizer supports

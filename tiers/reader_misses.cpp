@@ -102,9 +102,7 @@ const std::byte* BufferManager::read_for_reader(FrameHeader*& frame, std::uint32
 
 const std::byte* BufferManager::append_for_reader(FrameHeader* frame, std::uint32_t offset,
                                                   std::uint32_t length) {
-  constexpr std::uint8_t kLetGo =
-      frame_flag::kPromoted | frame_flag::kReplaced | frame_flag::kRetired;
-  if (!appends_beside_ || frame->nvm == nullptr || frame->has(kLetGo)) return nullptr;
+  if (!appends_beside_ || frame->nvm == nullptr || frame->has(frame_flag::kLetGo)) return nullptr;
   if (!frame->try_latch_appends()) return nullptr;  // another append to it: take turns there
   const std::size_t first = offset / kCacheLineSize;
   const std::size_t last = (offset + length - 1) / kCacheLineSize;

@@ -128,9 +128,7 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
       ++page_table_lookups_;
     }
     // Nothing leads to a frame let go once no reader is inside; should it, leave it alone.
-    constexpr std::uint8_t kLetGo =
-        frame_flag::kPromoted | frame_flag::kReplaced | frame_flag::kRetired;
-    if (frame->has(kLetGo)) [[unlikely]]
+    if (frame->has(frame_flag::kLetGo)) [[unlikely]]
       throw RetryExclusively{};
     frame->mark_referenced();
     return Guard(&manager_, frame);

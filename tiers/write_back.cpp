@@ -287,9 +287,8 @@ bool BufferManager::write_back_beside(std::size_t max_pages) {
       for (std::size_t i = 0; i < FramePool::kMinisPerSlab; ++i) {
         if ((pool_.minis_in_use(slab) & (1u << i)) == 0) continue;
         FrameHeader* frame = &pool_.mini_page(slab, i)->header;
-        constexpr std::uint8_t kLetGo =
-            frame_flag::kPromoted | frame_flag::kReplaced | frame_flag::kRetired;
-        if (!frame->has(kLetGo)) written += write_back_dirty(frame, {}, nullptr) ? 1 : 0;
+        if (!frame->has(frame_flag::kLetGo))
+          written += write_back_dirty(frame, {}, nullptr) ? 1 : 0;
       }
     }
   }

@@ -251,9 +251,21 @@ class OperationLog {
   // An operation that failed: nothing is logged. If its leaf change may have been made, the
   // transaction keeps its undo (not logged yet: a checkpoint copies it), so its abort puts
   // the entry back; apply_undo works whether or not the change was made.
+  // nvm-direct: an operation that logged before-images ends with an empty record of its
+  // transaction, so that restart leaves its pages as the run does (a crash right after may lose
+  // that record: restart then puts the before-images back, which is as good).
   void abandon() {
     if (undo_captured_) transactions_->note_undo(*undo_txn_, *undo_table_, kNoLsn, undo_);
-    if (std::exchange(txn_, nullptr) != nullptr) transactions_->set_in_operation(false);
+    if (TransactionState* txn = std::exchange(txn_, nullptr); txn != nullptr) {
+      transactions_->set_in_operation(false);
+      if (kInPlace && logged_before_images_) {
+        try {
+          transactions_->append_chained(*txn, LogRecordType::kRedoOperation, {});
+        } catch (...) {
+          // Already failing: the caller reports the first error.
+        }
+      }
+    }
     reset();
   }
 

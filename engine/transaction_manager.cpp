@@ -446,16 +446,19 @@ void TransactionManager::recover(RestartReport& report) {
 
 void TransactionManager::analyse_and_redo(RestartReport& report) {
   // 1. Analysis from the checkpoint: who ended, what was freed when, and the before-images of
-  //    an operation the crash interrupted (those after the last complete operation).
+  //    the operations the crash interrupted: a transaction's after its last other record (its
+  //    operations run one after another, so any record of it ends the one before: complete,
+  //    or abandoned by an error). Per transaction, as nvm-direct changes side by side: other
+  //    transactions' records come between a before-image and its operation's record.
   auto start = std::chrono::steady_clock::now();
   struct Info {
     Lsn first = kNoLsn;
     Lsn last = kNoLsn;
     bool ended = false;
+    std::vector<Lsn> interrupted;  // before-images since its last other record
   };
   std::map<TxnId, Info> txns;
   std::unordered_map<PageId, Lsn> freed_at;
-  std::vector<Lsn> interrupted;
   TxnId max_txn = 0;
   const Lsn checkpoint = log_->checkpoint_lsn();
   bool checkpoint_ended = checkpoint == kNoLsn;
@@ -495,8 +498,9 @@ void TransactionManager::analyse_and_redo(RestartReport& report) {
       info.last = record.lsn;
       if (record.type == LogRecordType::kCommit || record.type == LogRecordType::kAbort)
         info.ended = true;
+      if (record.type != LogRecordType::kPageBeforeImage) info.interrupted.clear();
       if (record.type == LogRecordType::kPageBeforeImage) {
-        interrupted.push_back(record.lsn);
+        info.interrupted.push_back(record.lsn);
         RedoPageBytes e;
         if (record.payload.size() < sizeof(e))
           fail("log: corrupt before-image at LSN {}", record.lsn);
@@ -505,7 +509,6 @@ void TransactionManager::analyse_and_redo(RestartReport& report) {
       }
       if (record.type == LogRecordType::kRedoOperation ||
           record.type == LogRecordType::kTupleOperation) {
-        interrupted.clear();
         const std::span<const std::byte> entries = redo_entries(record.type, record.payload);
         if (entries.empty() && record.type == LogRecordType::kTupleOperation)
           fail("log corrupt: operation at LSN {} without its undo", record.lsn);
@@ -526,8 +529,10 @@ void TransactionManager::analyse_and_redo(RestartReport& report) {
   report.log_bytes_scanned = end - log_->checkpoint_lsn();
   if (max_txn >= next_txn_) next_txn_ = max_txn + 1;
   report.analysis_seconds = seconds_since(start);
-  // 2. Redo every complete operation from the checkpoint on; then put back the pages an
-  //    interrupted nvm-direct operation had begun to change.
+  // 2. Redo every complete operation from the checkpoint on; then put back the pages the
+  //    interrupted nvm-direct operations had begun to change, newest first. Each held its
+  //    pages latched from its first before-image on, so no other operation changed them
+  //    after it.
   start = std::chrono::steady_clock::now();
   {
     std::vector<std::byte> leaf_scratch;
@@ -552,6 +557,10 @@ void TransactionManager::analyse_and_redo(RestartReport& report) {
                           });
     }
   }
+  std::vector<Lsn> interrupted;
+  for (const auto& [txn, info] : txns)
+    interrupted.insert(interrupted.end(), info.interrupted.begin(), info.interrupted.end());
+  std::sort(interrupted.begin(), interrupted.end());
   std::vector<std::byte> payload;
   for (auto it = interrupted.rbegin(); it != interrupted.rend(); ++it) {
     LogRecord record = log_->record_at(*it, payload);

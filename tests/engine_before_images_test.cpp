@@ -1,0 +1,125 @@
+// Restart puts back the before-images of the nvm-direct operations a crash interrupted. Changes
+// run side by side there, so one transaction's before-images and its operation's record can
+// have other transactions' records between them: an operation is interrupted when its
+// transaction logged nothing else after its before-images, whatever the others logged.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "emulation/nvm_device.hpp"
+#include "engine/durable_store.hpp"
+#include "engine/log_manager.hpp"
+#include "engine/restart_report.hpp"
+#include "engine/transaction_manager.hpp"
+#include "engine/transaction_state.hpp"
+#include "tests/test_support.hpp"
+
+namespace tristore {
+namespace {
+
+using testing_support::TempDir;
+
+// Records which before-images restart puts back, in order (page, offset).
+class RecordingPages final : public DurableStore {
+ public:
+  void checkpoint_pages() override {}
+  void redo(Lsn, const RedoPageBytes&, std::span<const std::byte>) override {}
+  void restore_before_image(const RedoPageBytes& entry, std::span<const std::byte>) override {
+    restored.emplace_back(entry.page_id, entry.offset);
+  }
+  std::vector<std::pair<PageId, std::uint32_t>> restored;
+};
+
+class BeforeImages : public ::testing::Test {
+ protected:
+  BeforeImages() : dir_(testing_support::kNvmBase, "tristore-before-images") {
+    NvmDeviceOptions options;
+    options.path = dir_.file("log.nvm");
+    options.size_bytes = kLogBytes;
+    options.create = true;
+    device_ = std::make_unique<NvmDevice>(options);
+    log_ = LogManager::create(*device_, {device_->base(), kLogBytes});
+    manager_ = std::make_unique<TransactionManager>(log_.get(), &pages_);
+    manager_->checkpoint();
+  }
+
+  // Transactions as their records name them; the manager's bookkeeping is not under test.
+  static TransactionState transaction(TxnId id) {
+    TransactionState txn;
+    txn.reset(id);
+    return txn;
+  }
+  void before_image(TransactionState& txn, PageId page, std::uint32_t offset) {
+    const RedoPageBytes header{page, offset, 8};
+    const std::byte bytes[8] = {};
+    manager_->append_chained(txn, LogRecordType::kPageBeforeImage,
+                             {std::as_bytes(std::span(&header, 1)), std::span(bytes)});
+  }
+  void record(TransactionState& txn, LogRecordType type) {
+    manager_->append_chained(txn, type, {});
+  }
+
+  // The log as a crash leaves it (everything appended made durable), reopened and recovered.
+  std::vector<std::pair<PageId, std::uint32_t>> restart() {
+    log_->persist_up_to(log_->end_lsn());
+    manager_.reset();
+    log_.reset();
+    log_ = LogManager::open(*device_, {device_->base(), kLogBytes});
+    RecordingPages pages;
+    TransactionManager manager(log_.get(), &pages);
+    RestartReport report;
+    manager.recover(report);
+    EXPECT_EQ(report.before_images_restored, pages.restored.size());
+    return pages.restored;
+  }
+
+  static constexpr std::uint64_t kLogBytes = 1 << 20;
+  TempDir dir_;
+  std::unique_ptr<NvmDevice> device_;
+  std::unique_ptr<LogManager> log_;
+  RecordingPages pages_;
+  std::unique_ptr<TransactionManager> manager_;
+};
+
+using Restored = std::vector<std::pair<PageId, std::uint32_t>>;
+
+TEST_F(BeforeImages, AnOperationOfAnotherTransactionDoesNotCompleteThisOne) {
+  TransactionState interrupted = transaction(1), other = transaction(2);
+  before_image(interrupted, 7, 0);
+  record(other, LogRecordType::kRedoOperation);
+  EXPECT_EQ(restart(), (Restored{{7, 0}}));
+}
+
+TEST_F(BeforeImages, ItsOwnOperationRecordCompletesIt) {
+  TransactionState completed = transaction(1), other = transaction(2);
+  before_image(completed, 7, 0);
+  before_image(other, 9, 64);
+  record(completed, LogRecordType::kRedoOperation);
+  EXPECT_EQ(restart(), (Restored{{9, 64}}));
+}
+
+TEST_F(BeforeImages, InterruptedOperationsOfSeveralTransactionsArePutBackNewestFirst) {
+  TransactionState first = transaction(1), second = transaction(2);
+  before_image(first, 7, 0);
+  before_image(second, 9, 0);
+  before_image(first, 7, 128);
+  EXPECT_EQ(restart(), (Restored{{7, 128}, {9, 0}, {7, 0}}));
+}
+
+// An operation abandoned by an error ends with its transaction's next record (OperationLog
+// logs an empty one): its before-images are not put back over later changes of the page.
+TEST_F(BeforeImages, AnyLaterRecordOfTheTransactionEndsItsOperation) {
+  TransactionState abandoned = transaction(1), committed = transaction(2);
+  before_image(abandoned, 7, 0);
+  before_image(committed, 9, 0);
+  record(abandoned, LogRecordType::kRedoOperation);
+  record(committed, LogRecordType::kCommit);
+  EXPECT_EQ(restart(), Restored{});
+}
+
+}  // namespace
+}  // namespace tristore

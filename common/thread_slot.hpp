@@ -13,12 +13,20 @@ inline constexpr std::size_t kThreadSlots = 64;
 
 namespace detail {
 inline std::atomic<std::size_t> threads_given_a_slot{0};
+inline constexpr std::size_t kNoSlotYet = ~std::size_t{0};
+// constinit: no guard for a dynamic initialisation on every call, only a load and a test.
+inline constinit thread_local std::size_t this_threads_slot = kNoSlotYet;
+[[gnu::noinline]] inline std::size_t give_this_thread_a_slot() {
+  this_threads_slot = threads_given_a_slot.fetch_add(1, std::memory_order_seq_cst) % kThreadSlots;
+  return this_threads_slot;
+}
 }  // namespace detail
 
 inline std::size_t thread_slot() {
-  thread_local const std::size_t slot =
-      detail::threads_given_a_slot.fetch_add(1, std::memory_order_seq_cst) % kThreadSlots;
-  return slot;
+  const std::size_t slot = detail::this_threads_slot;
+  if (slot != detail::kNoSlotYet) [[likely]]
+    return slot;
+  return detail::give_this_thread_a_slot();
 }
 
 // Slots [0, thread_slots_in_use()) are every slot a thread has had so far (sequentially

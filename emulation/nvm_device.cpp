@@ -101,6 +101,11 @@ Counters NvmDevice::counters() const {
     return counter.load(std::memory_order_relaxed);
   };
   Counters total = counters_;
+  for (const LineCounts& lines : line_counts_) {
+    total.nvm_lines_read += count(lines.read);
+    total.nvm_lines_written += count(lines.written);
+    total.nvm_double_write_lines_written += count(lines.double_written);
+  }
   for (const LogCounters& log : log_counters_) {
     const std::uint64_t log_lines =
         count(log.record_lines_written) + count(log.header_lines_written);

@@ -10,7 +10,9 @@
 // Emulation on top: injected read/write latency per cache line (TSC busy-wait) for lines that
 // miss a simulated LLC, a crash simulator (durable image beside the working one), per-line
 // wear counters, NUMA placement. With latency 0 the charge calls only count lines.
-// Counters, LLC and wear are plain (not atomic): one writer per device, like every tier.
+// Lines read and written are counted per thread (nvm-direct reads and changes pages from many
+// threads); the simulated LLC and the wear counters are plain: with latency injected or wear
+// counted, one thread at a time charges the device.
 #include <libpmem.h>
 
 #include <array>
@@ -83,7 +85,7 @@ class NvmDevice {
   void charge_read(const std::byte* nvm, std::size_t length) {
     if (length == 0) return;
     const auto [first, count] = line_range(nvm, length);
-    counters_.nvm_lines_read += count;
+    add_in_own_slot(line_counts_[thread_slot()].read, count);
     if (read_ns_ != 0) [[unlikely]]
       charge_read_latency(first, count);
   }
@@ -98,7 +100,7 @@ class NvmDevice {
   void charge_write(const std::byte* nvm, std::size_t length, bool wear = true) {
     if (length == 0) return;
     const auto [first, count] = line_range(nvm, length);
-    counters_.nvm_lines_written += count;
+    add_in_own_slot(line_counts_[thread_slot()].written, count);
     if (wear_ && wear) [[unlikely]]
       wear_->record(first, count);
     if (llc_) [[unlikely]]
@@ -122,7 +124,9 @@ class NvmDevice {
   void write_double_write(std::byte* nvm_dst, const void* dram_src, std::size_t length) {
     std::memcpy(nvm_dst, dram_src, length);
     charge_write(nvm_dst, length, false);
-    if (length != 0) counters_.nvm_double_write_lines_written += line_range(nvm_dst, length).count;
+    if (length != 0)
+      add_in_own_slot(line_counts_[thread_slot()].double_written,
+                      line_range(nvm_dst, length).count);
   }
 
   // The cache lines [nvm, nvm + length) touches (length > 0).
@@ -171,6 +175,9 @@ class NvmDevice {
   const WearCounters* wear() const { return wear_.get(); }
   // Present only when read_ns or write_ns is non-zero.
   SimulatedLlc* llc() { return llc_.get(); }
+  // Whether threads may charge reads and writes side by side: no latency is injected (the
+  // simulated LLC) and no wear is counted, both kept by one thread at a time.
+  bool charges_beside() const { return llc_ == nullptr && wear_ == nullptr; }
 
   // The misses of one request overlap, as a core keeps up to kMemoryLevelParallelism line
   // fills in flight: a request pays one latency per started batch of them (one line: 1, a
@@ -214,7 +221,14 @@ class NvmDevice {
   std::unique_ptr<SimulatedLlc> llc_;
   std::unique_ptr<CrashSimulator> crash_;
   std::unique_ptr<WearCounters> wear_;
-  Counters counters_;
+  // Data-area lines, per thread slot as the log's counts are.
+  struct alignas(64) LineCounts {
+    std::atomic<std::uint64_t> read{0};
+    std::atomic<std::uint64_t> written{0};
+    std::atomic<std::uint64_t> double_written{0};  // of written, to the double-write area
+  };
+  Counters counters_;  // llc_misses
+  std::array<LineCounts, kThreadSlots> line_counts_;
   std::array<LogCounters, kThreadSlots> log_counters_;
 };
 

@@ -23,6 +23,7 @@
 #include "tiers/main_memory_access.hpp"
 #include "tiers/main_memory_writes.hpp"
 #include "tiers/nvm_direct_access.hpp"
+#include "tiers/nvm_direct_writes.hpp"
 #include "tiers/resident_reads.hpp"
 #include "tiers/resident_writes.hpp"
 
@@ -37,13 +38,15 @@ class BTreeTable final : public TableInterface<K, V> {
   // Reads log nothing: they walk the tree over the inner access itself, without the logging
   // decorator's guards (the same root swip, so the same tree).
   using ReadAccess = std::conditional_t<kLogged, Inner, MainMemoryAccess>;
-  // Reads and changes in transactions run beside each other on the buffer manager
-  // (tiers/resident_writes.hpp) and on main-memory (tiers/main_memory_writes.hpp), through
-  // BesideAccess; on nvm-direct (its reads charge the simulated LLC) exclusively.
+  // Reads and changes in transactions run beside each other through BesideAccess: on the
+  // buffer manager (tiers/resident_writes.hpp), main-memory (tiers/main_memory_writes.hpp) and
+  // nvm-direct (tiers/nvm_direct_writes.hpp; there only while one thread at a time need not
+  // charge the device: beside_possible).
   static constexpr bool kBufferManaged = std::is_same_v<Inner, BufferManager>;
-  static constexpr bool kReadsBeside = kBufferManaged || !kLogged;
-  using BesideAccess = std::conditional_t<kBufferManaged, ResidentWrites,
-                                          std::conditional_t<kLogged, void, MainMemoryWrites>>;
+  static constexpr bool kNvmDirect = std::is_same_v<Inner, NvmDirectAccess>;
+  using BesideAccess =
+      std::conditional_t<kBufferManaged, ResidentWrites,
+                         std::conditional_t<kNvmDirect, NvmDirectWrites, MainMemoryWrites>>;
 
  public:
   using typename TableInterface<K, V>::Visit;
@@ -87,9 +90,8 @@ class BTreeTable final : public TableInterface<K, V> {
   // locked against (no key-range locks): a scan repeated in a transaction may see them.
   std::size_t scan(TransactionState* txn, const K& from, std::size_t limit,
                    const Visit& visit) override {
-    if constexpr (kReadsBeside) {
-      if (!transactions_.latch().held_here()) return scan_leaf_by_leaf(txn, from, limit, visit);
-    }
+    if (beside_possible() && !transactions_.latch().held_here())
+      return scan_leaf_by_leaf(txn, from, limit, visit);
     // Not restartable: the caller's visit has already seen the rows before a restart.
     return reading(txn, !kRestartable, [&](auto& tree) {
       if (txn == nullptr && !transactions_.locks().any_locked())
@@ -266,35 +268,39 @@ class BTreeTable final : public TableInterface<K, V> {
   // the buffer manager's go through ResidentReads (tiers/resident_reads.hpp), whose misses it
   // serves one at a time beside the other readers. Should a miss find no frame it could take
   // without waiting for readers, the read starts again under the exclusive latch. nvm-direct's
-  // reads charge the simulated LLC, and its reads in a transaction run exclusively, as do
-  // its scans (not restartable: their visit function may run other reads in between).
+  // reads hold it shared too. Where one thread at a time must charge nvm-direct's device
+  // (beside_possible), every read there runs exclusively.
   static constexpr bool kRestartable = true;
   template <typename Body>
   auto reading(TransactionState* txn, bool restartable, Body&& body) {
-    if constexpr (kReadsBeside) {
-      // Reads outside transactions too, while changes run (shared holders would wait for
-      // them). Not inside another call (a scan's visit function): that nests where it is.
-      const OperationLatch& latch = transactions_.latch();
-      // In a transaction of a thread alone, exclusive is cheaper (OperationLatch::alone_here).
-      if (restartable && !latch.held_here() &&
-          (txn != nullptr ? !latch.alone_here() : latch.changes_inside())) {
-        try {
-          const OperationLatch::Changes latched(transactions_.latch(),
-                                                OperationLatch::Purpose::kRead);
-          BesideAccess reads(read_access(context_));
-          BTree<K, V, BesideAccess> tree(reads, root_);
-          auto result = body(tree);
-          read_access(context_).add_change_beside(false);
-          return result;
-        } catch (const typename BesideAccess::RetryExclusively&) {
-          read_access(context_).add_change_beside(true);
-        }
+    // Reads outside transactions too, while changes run (shared holders would wait for
+    // them). Not inside another call (a scan's visit function): that nests where it is.
+    const OperationLatch& latch = transactions_.latch();
+    // In a transaction of a thread alone, exclusive is cheaper (OperationLatch::alone_here).
+    if (restartable && beside_possible() && !latch.held_here() &&
+        (txn != nullptr ? !latch.alone_here() : latch.changes_inside())) {
+      try {
+        const OperationLatch::Changes latched(transactions_.latch(),
+                                              OperationLatch::Purpose::kRead);
+        BesideAccess reads(read_access(context_));
+        BTree<K, V, BesideAccess> tree(reads, root_);
+        auto result = body(tree);
+        read_access(context_).add_change_beside(false);
+        return result;
+      } catch (const typename BesideAccess::RetryExclusively&) {
+        read_access(context_).add_change_beside(true);
       }
     }
     if (txn == nullptr) {
       if constexpr (!kLogged) {
         const OperationLatch::Shared latched(transactions_.latch());
         return body(read_tree_);
+      } else if constexpr (kNvmDirect) {
+        // Its reads change nothing but per-thread counts (NvmDevice::charges_beside).
+        if (context_.inner().charges_beside()) {
+          const OperationLatch::Shared latched(transactions_.latch());
+          return body(read_tree_);
+        }
       } else if constexpr (kBufferManaged) {
         if (restartable) {
           try {
@@ -376,8 +382,8 @@ class BTreeTable final : public TableInterface<K, V> {
   template <typename Body>
   bool changing(TransactionState* txn, const K& key, bool beside, Body&& body) {
     if constexpr (kChangesBeside) {
-      if (beside && (!kLogged || transactions_.durable()) && !transactions_.latch().held_here() &&
-          !transactions_.latch().alone_here()) {
+      if (beside && (!kLogged || transactions_.durable()) && beside_possible() &&
+          !transactions_.latch().held_here() && !transactions_.latch().alone_here()) {
         // Once more after a checkpoint beside changes, if that was what it needed.
         for (int tries = 0; tries < 2; ++tries) {
           const std::optional<bool> changed =
@@ -413,14 +419,28 @@ class BTreeTable final : public TableInterface<K, V> {
            Context::max_operation_log_bytes(levels);
   }
   // And beside others, where it changes one leaf entry: one record holding its undo and the
-  // leaf change (the key not repeated, at most the value's bytes), plus that undo's copy.
+  // leaf change (the key not repeated, at most the value's bytes), plus that undo's copy;
+  // nvm-direct logs before-images and byte ranges instead.
   static constexpr std::uint64_t kBesideLogBytes =
-      log_record_size(kUndoPayload + sizeof(RedoPageBytes) + sizeof(LeafChange) + sizeof(V)) +
+      (kNvmDirect ? OperationLog<NvmDirectWrites>::max_in_place_leaf_change_log_bytes(kUndoPayload)
+                  : log_record_size(kUndoPayload + sizeof(RedoPageBytes) + sizeof(LeafChange) +
+                                    sizeof(V))) +
       TransactionManager::undo_copy_bytes(kUndoPayload);
+  static constexpr std::uint64_t kBesideBound = kNvmDirect
+                                                    ? TransactionManager::kInPlaceBesideChangeBound
+                                                    : TransactionManager::kBesideChangeBound;
   // (With the commit record of a change outside transactions.)
   static constexpr bool kChangesBeside =
-      kReadsBeside &&
-      (!kLogged || kBesideLogBytes + log_record_size(0) <= TransactionManager::kBesideChangeBound);
+      !kLogged || kBesideLogBytes + log_record_size(0) <= kBesideBound;
+
+  // nvm-direct runs nothing beside others where one thread at a time must charge the device
+  // (injected latency, wear counted: NvmDirectAccess::charges_beside).
+  bool beside_possible() const {
+    if constexpr (kNvmDirect)
+      return context_.inner().charges_beside();
+    else
+      return true;
+  }
 
   // The change beside other threads' (engine/operation_latch.hpp, changes mode): one leaf
   // entry, latched page by page (BesideAccess); on the buffer manager of a page whose path is
@@ -506,10 +526,10 @@ class BTreeTable final : public TableInterface<K, V> {
     try {
       bool changed;
       if constexpr (kLogged) {
-        OperationLog<ResidentWrites>& log = this_threads_log();
+        OperationLog<BesideAccess>& log = this_threads_log();
         log.bind(writes, transactions_, context_.swizzled_swips());
-        LoggedAccess<ResidentWrites> access(log);
-        BTree<K, V, LoggedAccess<ResidentWrites>> tree(access, root_);
+        LoggedAccess<BesideAccess> access(log);
+        BTree<K, V, LoggedAccess<BesideAccess>> tree(access, root_);
         changed = body(txn, tree, log);
       } else {
         BTree<K, V, MainMemoryWrites> tree(writes, root_);
@@ -527,8 +547,8 @@ class BTreeTable final : public TableInterface<K, V> {
     }
   }
   // Kept per thread: its buffers are reused from one change to the next.
-  static OperationLog<ResidentWrites>& this_threads_log() {
-    thread_local OperationLog<ResidentWrites> log;
+  static OperationLog<BesideAccess>& this_threads_log() {
+    thread_local OperationLog<BesideAccess> log;
     return log;
   }
 

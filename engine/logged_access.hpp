@@ -35,6 +35,7 @@
 #include "tiers/buffer_manager.hpp"
 #include "tiers/frame.hpp"
 #include "tiers/nvm_direct_access.hpp"
+#include "tiers/nvm_direct_writes.hpp"
 #include "tiers/resident_writes.hpp"
 
 namespace tristore {
@@ -49,7 +50,8 @@ template <typename Inner>
 class OperationLog {
  public:
   using InnerGuard = typename Inner::Guard;
-  static constexpr bool kInPlace = std::is_same_v<Inner, NvmDirectAccess>;
+  static constexpr bool kInPlace =
+      std::is_same_v<Inner, NvmDirectAccess> || std::is_same_v<Inner, NvmDirectWrites>;
 
   // The smallest accepted log takes an operation on a tree of this height, with the margin
   // of one more level that BTreeTable reserves for its undo; a deeper tree on a small log gets
@@ -75,6 +77,14 @@ class OperationLog {
         kInPlace ? pages * (kBeforeImageBudget + log_record_size(sizeof(RedoPageBytes) + kPageSize))
                  : 0;
     return log_record_size(redo) + images;
+  }
+
+  // nvm-direct: the most the change of one leaf entry appends (no split or merge, as beside
+  // others), its undo of undo_bytes in its record: its page's before-images, then at most the
+  // page in after-images.
+  static constexpr std::uint64_t max_in_place_leaf_change_log_bytes(std::uint64_t undo_bytes) {
+    return kBeforeImageBudget + log_record_size(sizeof(RedoPageBytes) + kPageSize) +
+           log_record_size(undo_bytes + sizeof(std::uint32_t) + sizeof(RedoPageBytes) + kPageSize);
   }
 
   // Error at open if the log cannot hold an operation on a tree of kGuaranteedTreeHeight.

@@ -22,7 +22,9 @@ class NvmDirectDatabase final : public DatabaseOver<NvmDirectAccess> {
       : DatabaseOver(config, *access, std::move(catalog), log.get(), false),
         tier_(std::move(tier)),
         access_owner_(std::move(access)),
-        log_(std::move(log)) {}
+        log_(std::move(log)) {
+    transactions_.set_beside_change_bound(TransactionManager::kInPlaceBesideChangeBound);
+  }
   ~NvmDirectDatabase() override {
     if (crash_on_close_) return;
     try {
@@ -32,7 +34,11 @@ class NvmDirectDatabase final : public DatabaseOver<NvmDirectAccess> {
     }
   }
 
-  Counters collect_counters() const override { return tier_->device().counters(); }
+  Counters collect_counters() const override {
+    Counters total = tier_->device().counters();
+    total += access_owner_->counters();
+    return total;
+  }
   const WearCounters* nvm_wear() const override { return tier_->device().wear(); }
   bool nvm_is_pmem() const override { return tier_->device().is_pmem(); }
   std::string_view nvm_persistence() const override {

@@ -101,7 +101,11 @@ class TransactionManager {
   // entered later checks for itself too. False when only a checkpoint would make the room
   // (the exclusive latch's, or checkpoint_if_due's: the caller runs exclusively instead), or
   // when the checkpoint interval has passed. Called in changes mode.
+  // nvm-direct logs a change in place as before-images and after-images of byte ranges, up to
+  // two and a half pages (engine/logged_access.hpp): its bound, set_beside_change_bound.
   static constexpr std::uint64_t kBesideChangeBound = 16 * 1024;
+  static constexpr std::uint64_t kInPlaceBesideChangeBound = 48 * 1024;
+  void set_beside_change_bound(std::uint64_t bytes) { beside_change_bound_ = bytes; }
   bool room_beside() const {
     if (log_ == nullptr) return true;
     return log_room_beside() &&
@@ -109,7 +113,7 @@ class TransactionManager {
   }
   bool log_room_beside() const {
     return log_->free_bytes() >=
-           latch_.changers() * kBesideChangeBound + live_undo_bytes_ + kSmallRecordsRoom;
+           latch_.changers() * beside_change_bound_ + live_undo_bytes_ + kSmallRecordsRoom;
   }
   // bytes: Config::checkpoint_interval_bytes (0: a quarter of the log's capacity). beside:
   // the store writes pages back beside changes (DurableStore::checkpoint_pages_beside), so
@@ -194,6 +198,7 @@ class TransactionManager {
   // Checkpoints beside changes: whether the store can, the thread that runs one (claimed),
   // and its begin record while it runs (kNoLsn once an exclusive checkpoint took over).
   bool beside_checkpoints_ = false;
+  std::uint64_t beside_change_bound_ = kBesideChangeBound;
   std::atomic<bool> checkpoint_claimed_{false};
   Lsn beside_begin_ = kNoLsn;
   std::atomic<bool> needs_restart_{false};  // an abort failed (forget)

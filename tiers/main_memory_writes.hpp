@@ -16,7 +16,7 @@
 #include <utility>
 
 #include "common/page_format.hpp"
-#include "common/shared_spin_latch.hpp"
+#include "common/shared_spin_latch_hold.hpp"
 #include "common/types.hpp"
 #include "tiers/main_memory_access.hpp"
 #include "tiers/pages_stay_put.hpp"
@@ -33,68 +33,38 @@ class MainMemoryWrites : public PagesStayPut<MainMemoryWrites> {
   class Guard {
    public:
     Guard() = default;
-    Guard(Guard&& other) noexcept
-        : memory_(other.memory_),
-          page_(std::exchange(other.page_, nullptr)),
-          latched_(std::exchange(other.latched_, Latched::kNo)) {}
-    Guard& operator=(Guard&& other) noexcept {
-      if (this != &other) {
-        release();
-        memory_ = other.memory_;
-        page_ = std::exchange(other.page_, nullptr);
-        latched_ = std::exchange(other.latched_, Latched::kNo);
-      }
-      return *this;
-    }
+    Guard(Guard&& other) noexcept = default;
+    Guard& operator=(Guard&& other) noexcept = default;
     Guard(const Guard&) = delete;
     Guard& operator=(const Guard&) = delete;
-    ~Guard() { release(); }
 
     PageId page_id() const { return reinterpret_cast<const PageHeader*>(page_)->page_id; }
     const std::byte* read(std::uint32_t offset, std::uint32_t) const { return page_ + offset; }
     // Only the leaf latched for its change.
     std::byte* write(std::uint32_t offset, std::uint32_t) const {
-      assert(latched_ == Latched::kExclusive);
+      assert(latch_.exclusive());
       return page_ + offset;
     }
     std::byte* whole_page() const { return page_; }
-    void mark_dirty(std::uint32_t, std::uint32_t) const { assert(latched_ == Latched::kExclusive); }
-    void release() {
-      if (page_ == nullptr) return;
-      SharedSpinLatch latch(memory_->latch_word(std::exchange(page_, nullptr)));
-      const Latched latched = std::exchange(latched_, Latched::kNo);
-      if (latched == Latched::kExclusive)
-        latch.unlock();
-      else if (latched == Latched::kShared)
-        latch.unlock_shared();
-    }
+    void mark_dirty(std::uint32_t, std::uint32_t) const { assert(latch_.exclusive()); }
 
    private:
     friend class MainMemoryWrites;
-    Guard(MainMemoryAccess* memory, std::byte* page) : memory_(memory), page_(page) {}
+    explicit Guard(std::byte* page) : page_(page) {}
 
-    MainMemoryAccess* memory_ = nullptr;
-    std::byte* page_ = nullptr;  // latched when latched_ says so
-    enum class Latched : std::uint8_t { kNo, kShared, kExclusive } latched_ = Latched::kNo;
+    std::byte* page_ = nullptr;
+    SharedSpinLatchHold latch_;  // the leaf's, once latch_leaf took it
   };
 
   explicit MainMemoryWrites(MainMemoryAccess& memory) : memory_(memory) {}
   MainMemoryWrites(const MainMemoryWrites&) = delete;
   MainMemoryWrites& operator=(const MainMemoryWrites&) = delete;
 
-  Guard fix(Swip& swip, Guard*) { return Guard(&memory_, swip.frame<std::byte>()); }
+  Guard fix(Swip& swip, Guard*) { return Guard(swip.frame<std::byte>()); }
 
   // A leaf the B-tree is about to read, or to change.
   void latch_leaf(Guard& leaf, bool for_change) {
-    assert(leaf.latched_ == Guard::Latched::kNo);
-    SharedSpinLatch latch(memory_.latch_word(leaf.page_));
-    if (for_change) {
-      latch.lock();
-      leaf.latched_ = Guard::Latched::kExclusive;
-    } else {
-      latch.lock_shared();
-      leaf.latched_ = Guard::Latched::kShared;
-    }
+    leaf.latch_.lock(memory_.latch_word(leaf.page_), for_change);
   }
   // A split, a merge or a new root: the exclusive latch's.
   [[noreturn]] void refuse_structure_change() { throw RetryExclusively{}; }

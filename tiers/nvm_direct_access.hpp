@@ -9,14 +9,20 @@
 // Pages are checked once per open, at their first fix, against the checksum in their slot
 // header (NvmTier::check_content); a page changed in place is noted, and checkpoints renew its
 // checksum (NvmTier::seal_pages). A swip naming no page in use is an Error, never a wild read.
+// Beside the slots, a latch word per slot in DRAM for changes of leaf entries side by side
+// (tiers/nvm_direct_writes.hpp), and per-thread counts of those changes.
+#include <sys/mman.h>
+
 #include <array>
 #include <bit>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <exception>
 #include <utility>
 
+#include "common/changes_beside_counts.hpp"
 #include "common/error.hpp"
 #include "common/page_format.hpp"
 #include "common/types.hpp"
@@ -124,7 +130,12 @@ class NvmDirectAccess {
     std::array<std::uint64_t, kLinesPerPage / 64> dirty_{};
   };
 
-  explicit NvmDirectAccess(NvmTier& tier) : tier_(tier), device_(tier.device()) {}
+  // Maps (does not touch) a latch word per slot.
+  explicit NvmDirectAccess(NvmTier& tier)
+      : tier_(tier), device_(tier.device()), latches_(map_latches(tier.slot_count())) {}
+  NvmDirectAccess(const NvmDirectAccess&) = delete;
+  NvmDirectAccess& operator=(const NvmDirectAccess&) = delete;
+  ~NvmDirectAccess() { munmap(latches_, tier_.slot_count() * sizeof(LatchLine)); }
 
   Guard allocate_page() {
     // 1. A free slot, else the NVM is full.
@@ -166,6 +177,27 @@ class NvmDirectAccess {
 
   NvmTier& tier() { return tier_; }
 
+  // For changes side by side (tiers/nvm_direct_writes.hpp): the latch word of a page, zero when
+  // unlatched, a cache line apart from its neighbours'.
+  std::uint32_t& latch_word(PageId page_id) { return latches_[page_id].word; }
+  // Whether fixing the swip's page would check its content (the first fix since open).
+  bool first_fix_since_open(const Swip& swip) const {
+    const PageId page_id = swip.raw() & ~Swip::from_page_id(0).raw();
+    return !swip.is_swizzled() && page_id < tier_.slot_count() &&
+           !tier_.content_checked(static_cast<SlotId>(page_id));
+  }
+  // An operation in a transaction served beside others, or run again exclusively because it
+  // needed more (as BufferManager::add_change_beside); counted per thread.
+  void add_change_beside(bool retried) { changes_beside_.add(retried); }
+  Counters counters() const {
+    Counters total;
+    changes_beside_.add_to(total);
+    return total;
+  }
+  // Whether threads may read pages side by side (and change them, each latched): the device
+  // counts their lines per thread (no latency injected, no wear counted).
+  bool charges_beside() const { return device_.charges_beside(); }
+
  private:
   // The first fix of a page since open, or a swip that names no page in use.
   void check_page(const Swip& swip) {
@@ -180,8 +212,21 @@ class NvmDirectAccess {
     tier_.check_content(slot);
   }
 
+  struct alignas(64) LatchLine {
+    std::uint32_t word;
+  };
+  static LatchLine* map_latches(std::uint64_t slots) {
+    void* memory = mmap(nullptr, slots * sizeof(LatchLine), PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (memory == MAP_FAILED)
+      fail("nvm-direct: cannot map the latches of {} slots: {}", slots, std::strerror(errno));
+    return static_cast<LatchLine*>(memory);
+  }
+
   NvmTier& tier_;
   NvmDevice& device_;
+  LatchLine* latches_;  // one per slot, mapped as zeros
+  ChangesBesideCounts changes_beside_;
 };
 
 }  // namespace tristore

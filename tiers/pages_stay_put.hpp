@@ -1,8 +1,9 @@
 #pragma once
 // The PageAccess members that create, move or free pages, for the accesses that only read or
 // change entries of pages where they are (resident_reads.hpp, resident_writes.hpp,
-// main_memory_writes.hpp). They exist for the concept; the B-tree never reaches them (it
-// refuses a structure change first), and each throws std::logic_error naming the access.
+// nvm_direct_writes.hpp, main_memory_writes.hpp). They exist for the concept; the B-tree never
+// reaches them (it refuses a structure change first), and each throws std::logic_error naming the
+// access.
 //
 //   class ResidentReads : public PagesStayPut<ResidentReads> {
 //     static constexpr const char* kName = "ResidentReads";  // what the error names

@@ -1,0 +1,110 @@
+#pragma once
+// nvm-direct's changes of single leaf entries side by side, as tiers/resident_writes.hpp is the
+// buffer manager's and tiers/main_memory_writes.hpp main-memory's: while the database latch is
+// held for changes (engine/operation_latch.hpp) no exclusive holder and no reader outside a
+// transaction runs, so only leaf entries change, in place in NVM. Inner nodes are read without
+// a latch; leaves are latched in the DRAM word NvmDirectAccess keeps for each slot (shared to
+// read, exclusive to change). A guard lets its leaf go after its written lines are flushed and
+// fenced, and the operation's log holds it until its record is durable
+// (engine/logged_access.hpp), so no other change reads the page in between. A thread holds at
+// most one leaf latch at a time, so the latches cannot deadlock.
+//
+// A page not checked against its checksum since open (its first fix reads it whole: the
+// exclusive latch's, as the check must not race a change), a split or a merge throws
+// RetryExclusively before anything is changed, and the caller runs the operation again under
+// the exclusive latch. Used only where the device counts lines per thread
+// (NvmDirectAccess::charges_beside). allocate_page, move_swips, swip_of and free_page must
+// never be reached (the B-tree refuses first) and throw std::logic_error.
+#include <cassert>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <utility>
+
+#include "common/shared_spin_latch_hold.hpp"
+#include "common/types.hpp"
+#include "tiers/nvm_direct_access.hpp"
+#include "tiers/pages_stay_put.hpp"
+#include "tiers/swip.hpp"
+
+namespace tristore {
+
+class NvmDirectWrites : public PagesStayPut<NvmDirectWrites> {
+ public:
+  static constexpr const char* kName = "NvmDirectWrites";
+  // Not an Error: the operation runs again under the exclusive latch, never reported.
+  struct RetryExclusively {};
+
+  class Guard {
+   public:
+    Guard() = default;
+    Guard(Guard&& other) noexcept = default;
+    // Lets its own page go as release() does: lines first, then the leaf.
+    Guard& operator=(Guard&& other) noexcept(false) {
+      if (this != &other) {
+        release();
+        inner_ = std::move(other.inner_);
+        latch_ = std::move(other.latch_);
+      }
+      return *this;
+    }
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
+
+    PageId page_id() const { return inner_.page_id(); }
+    const std::byte* read(std::uint32_t offset, std::uint32_t length) {
+      return inner_.read(offset, length);
+    }
+    // Only the leaf latched for its change.
+    std::byte* write(std::uint32_t offset, std::uint32_t length) {
+      assert(latch_.exclusive());
+      return inner_.write(offset, length);
+    }
+    std::byte* whole_page() { return inner_.whole_page(); }
+    void mark_dirty(std::uint32_t offset, std::uint32_t length) {
+      assert(latch_.exclusive());
+      inner_.mark_dirty(offset, length);
+    }
+    // 1. The lines written reach the persistence domain (NvmDirectAccess::Guard's release).
+    // 2. The leaf is let go, also when the fence threw.
+    void release() {
+      try {
+        inner_ = NvmDirectAccess::Guard();
+      } catch (...) {
+        latch_.release();
+        throw;
+      }
+      latch_.release();
+    }
+
+   private:
+    friend class NvmDirectWrites;
+    explicit Guard(NvmDirectAccess::Guard&& inner) : inner_(std::move(inner)) {}
+
+    // Destroyed in reverse: inner_ first (its lines written back; it may throw SimulatedCrash
+    // from the fence, except while unwinding), then the leaf let go, also when inner_ threw.
+    SharedSpinLatchHold latch_;  // the leaf's, once latch_leaf took it
+    NvmDirectAccess::Guard inner_;
+  };
+
+  explicit NvmDirectWrites(NvmDirectAccess& direct) : direct_(direct) {}
+  NvmDirectWrites(const NvmDirectWrites&) = delete;
+  NvmDirectWrites& operator=(const NvmDirectWrites&) = delete;
+
+  Guard fix(Swip& swip, Guard*) {
+    if (direct_.first_fix_since_open(swip)) throw RetryExclusively{};
+    return Guard(direct_.fix(swip, nullptr));
+  }
+
+  // A leaf the B-tree is about to read, or to change.
+  void latch_leaf(Guard& leaf, bool for_change) {
+    leaf.latch_.lock(direct_.latch_word(leaf.page_id()), for_change);
+  }
+  // A split, a merge or a new root: the exclusive latch's.
+  [[noreturn]] void refuse_structure_change() { throw RetryExclusively{}; }
+
+ private:
+  NvmDirectAccess& direct_;
+};
+
+}  // namespace tristore

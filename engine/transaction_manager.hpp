@@ -119,7 +119,7 @@ class TransactionManager {
   // the store writes pages back beside changes (DurableStore::checkpoint_pages_beside), so
   // the checkpoint that the interval calls for runs beside them (checkpoint_if_due) unless an
   // exclusive operation comes first (reserve).
-  void set_checkpoint_interval(std::uint64_t bytes, bool beside = false);
+  void set_checkpoint_interval(std::uint64_t bytes, bool beside);
   // Where a thread that holds no latch may take on work for all: a transaction's begin, a
   // change or commit that found the interval passed (room_beside) before it goes exclusive.
   // Once the interval has passed, the first thread here checkpoints beside the others'

@@ -4,7 +4,8 @@
 #   ycsb-nvm   YCSB-RO, ~400 MiB of data, DRAM 64 MiB, NVM 1 GiB: most reads load lines
 #   ycsb-rw    YCSB with 50 % updates outside transactions (each durable), data in DRAM
 #   tpcc       TPC-C, 2 warehouses in DRAM, a terminal per thread at home in its warehouse
-# No NVM latency injected. Writes results/threads/*.json and results/plots/threads.png. ~6 min.
+# No NVM latency injected (with it, nvm-direct runs one thread at a time). Writes
+# results/threads/*.json and results/plots/threads.png. ~8 min.
 source "$(dirname "$0")/lib.sh"
 threads_list=${THREADS:-"1 2 4"}
 
@@ -19,7 +20,7 @@ for threads in $threads_list; do
     run "ycsb-nvm_${arch}_t${threads}" --arch "$arch" --threads "$threads" --workload ycsb-ro \
       --records "$(ycsb_records 400)" --dram 64MiB --nvm 1GiB --ssd 1GiB "$@"
   done
-  for arch in main-memory 3tier; do
+  for arch in main-memory 3tier nvm-direct; do
     run "ycsb-rw_${arch}_t${threads}" --arch "$arch" --threads "$threads" --workload ycsb-rw \
       --records "$(ycsb_records 100)" --dram 512MiB --nvm 1GiB --ssd 1GiB "$@"
   done
@@ -27,5 +28,8 @@ for threads in $threads_list; do
     run "tpcc_${arch}_t${threads}" --arch "$arch" --threads "$threads" --workload tpcc \
       --warehouses 2 --dram 1GiB --nvm 2GiB --ssd 2GiB "$@"
   done
+  # nvm-direct keeps every page in NVM: room for the tables' growth.
+  run "tpcc_nvm-direct_t${threads}" --arch nvm-direct --threads "$threads" --workload tpcc \
+    --warehouses 2 --dram 1GiB --nvm 4GiB --ssd 2GiB "$@"
 done
 plot scaling_plot.py "$out" threads

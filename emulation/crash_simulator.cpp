@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "common/ignoring_racing_reads.hpp"
 #include "common/splitmix64.hpp"
 
 namespace tristore {
@@ -47,6 +48,8 @@ void CrashSimulator::on_flush(const void* address, std::size_t length) {
     FlushedLine& flushed = flushed_.emplace_back();
     flushed.line = line;
     const std::uint64_t bytes = std::min<std::uint64_t>(64, size_ - line * 64);
+    // Other threads may be writing other bytes of the line (a flush takes it as it is).
+    [[maybe_unused]] const IgnoringRacingReads racing;
     std::memcpy(flushed.content, working_ + line * 64, bytes);
   }
 }
@@ -59,7 +62,11 @@ void CrashSimulator::on_fence() {
     // The machine dies here: freeze what the caches held so later stores do not leak in.
     crashed_ = true;
     crash_at_fence_ = 0;
-    at_crash_.assign(working_, working_ + size_);
+    {
+      // Other threads go on writing: the memory as the power failure finds it.
+      [[maybe_unused]] const IgnoringRacingReads racing;
+      at_crash_.assign(working_, working_ + size_);
+    }
     throw SimulatedCrash();
   }
   for (const FlushedLine& flushed : flushed_) {

@@ -21,16 +21,12 @@
 #include <cstdint>
 #include <utility>
 
+#include "common/ignoring_racing_reads.hpp"
 #include "common/types.hpp"
 #include "tiers/buffer_manager.hpp"
 #include "tiers/frame.hpp"
 #include "tiers/pages_stay_put.hpp"
 #include "tiers/swip.hpp"
-
-#if defined(__SANITIZE_THREAD__)
-extern "C" void AnnotateIgnoreReadsBegin(const char* file, int line);
-extern "C" void AnnotateIgnoreReadsEnd(const char* file, int line);
-#endif
 
 namespace tristore {
 
@@ -175,16 +171,6 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
   [[noreturn]] void refuse_structure_change() { throw RetryExclusively{}; }
 
  private:
-  // The reads of an optimistic try race with the change they then give up on, by design:
-  // ThreadSanitizer is told to leave them out (its checks of every write stay), until the try
-  // ends, returning or throwing.
-  struct IgnoringRacingReads {
-#if defined(__SANITIZE_THREAD__)
-    IgnoringRacingReads() { AnnotateIgnoreReadsBegin(__FILE__, __LINE__); }
-    ~IgnoringRacingReads() { AnnotateIgnoreReadsEnd(__FILE__, __LINE__); }
-#endif
-  };
-
   BufferManager& manager_;
   std::uint64_t swizzled_hits_ = 0;
   std::uint64_t page_table_lookups_ = 0;

@@ -90,7 +90,9 @@ class BTreeTable final : public TableInterface<K, V> {
   // locked against (no key-range locks): a scan repeated in a transaction may see them.
   std::size_t scan(TransactionState* txn, const K& from, std::size_t limit,
                    const Visit& visit) override {
-    if (beside_possible() && !transactions_.latch().held_here())
+    // A thread alone scans in place, as a read of it in a transaction runs exclusively.
+    const OperationLatch& latch = transactions_.latch();
+    if (beside_possible() && !latch.held_here() && !latch.alone_here())
       return scan_leaf_by_leaf(txn, from, limit, visit);
     // Not restartable: the caller's visit has already seen the rows before a restart.
     return reading(txn, !kRestartable, [&](auto& tree) {

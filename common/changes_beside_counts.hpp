@@ -25,6 +25,12 @@ class ChangesBesideCounts {
       total.changes_retried += slot.retried.load(std::memory_order_relaxed);
     }
   }
+  // Counters with only those two set.
+  Counters counters() const {
+    Counters total;
+    add_to(total);
+    return total;
+  }
 
  private:
   struct alignas(64) Slot {

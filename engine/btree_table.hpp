@@ -294,24 +294,20 @@ class BTreeTable final : public TableInterface<K, V> {
       }
     }
     if (txn == nullptr) {
-      if constexpr (!kLogged) {
-        const OperationLatch::Shared latched(transactions_.latch());
-        return body(read_tree_);
-      } else if constexpr (kNvmDirect) {
-        // Its reads change nothing but per-thread counts (NvmDevice::charges_beside).
-        if (context_.inner().charges_beside()) {
+      if constexpr (!kBufferManaged) {
+        // main-memory's reads change nothing shared, nvm-direct's nothing but per-thread
+        // counts (NvmDevice::charges_beside).
+        if (beside_possible()) {
           const OperationLatch::Shared latched(transactions_.latch());
           return body(read_tree_);
         }
-      } else if constexpr (kBufferManaged) {
-        if (restartable) {
-          try {
-            const OperationLatch::Shared latched(transactions_.latch());
-            ResidentReads reads(context_.inner());
-            BTree<K, V, ResidentReads> tree(reads, root_);
-            return body(tree);
-          } catch (const ResidentReads::NotResident&) {
-          }
+      } else if (restartable) {
+        try {
+          const OperationLatch::Shared latched(transactions_.latch());
+          ResidentReads reads(context_.inner());
+          BTree<K, V, ResidentReads> tree(reads, root_);
+          return body(tree);
+        } catch (const ResidentReads::NotResident&) {
         }
       }
     }

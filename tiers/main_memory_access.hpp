@@ -18,6 +18,7 @@
 #include "common/error.hpp"
 #include "common/page_format.hpp"
 #include "common/types.hpp"
+#include "tiers/latch_words.hpp"
 #include "tiers/swip.hpp"
 
 namespace tristore {
@@ -41,31 +42,22 @@ class MainMemoryAccess {
 
   // Reserves (does not touch) the budget's address range, and its latch words'.
   explicit MainMemoryAccess(std::uint64_t dram_budget_bytes)
-      : budget_(dram_budget_bytes), capacity_(dram_budget_bytes / kPageSize) {
-    if (capacity_ == 0) fail("main-memory: a DRAM budget of {} bytes holds no page", budget_);
-    arena_ = static_cast<std::byte*>(map(capacity_ * kPageSize));
-    madvise(arena_, capacity_ * kPageSize, MADV_HUGEPAGE);
-    latches_ = static_cast<LatchLine*>(map(capacity_ * sizeof(LatchLine)));
-  }
+      : budget_(dram_budget_bytes),
+        capacity_(pages_in(dram_budget_bytes)),
+        arena_(map_arena(capacity_)),
+        latches_(capacity_, "main-memory") {}
   MainMemoryAccess(const MainMemoryAccess&) = delete;
   MainMemoryAccess& operator=(const MainMemoryAccess&) = delete;
-  ~MainMemoryAccess() {
-    munmap(latches_, capacity_ * sizeof(LatchLine));
-    munmap(arena_, capacity_ * kPageSize);
-  }
+  ~MainMemoryAccess() { munmap(arena_, capacity_ * kPageSize); }
 
   // The latch word of the page at `page` (tiers/main_memory_writes.hpp); zero: unlatched.
   std::uint32_t& latch_word(const std::byte* page) {
-    return latches_[static_cast<std::uint64_t>(page - arena_) / kPageSize].word;
+    return latches_[static_cast<std::uint64_t>(page - arena_) / kPageSize];
   }
   // An operation in a transaction served beside others, or run again exclusively because it
   // needed more (as BufferManager::add_change_beside); counted per thread.
   void add_change_beside(bool retried) { changes_beside_.add(retried); }
-  Counters counters() const {
-    Counters total;
-    changes_beside_.add_to(total);
-    return total;
-  }
+  Counters counters() const { return changes_beside_.counters(); }
 
   Guard allocate_page() {
     std::byte* page;
@@ -96,24 +88,25 @@ class MainMemoryAccess {
   std::uint64_t budget_bytes() const { return budget_; }
 
  private:
-  static void* map(std::uint64_t bytes) {
+  static std::uint64_t pages_in(std::uint64_t budget) {
+    if (budget < kPageSize) fail("main-memory: a DRAM budget of {} bytes holds no page", budget);
+    return budget / kPageSize;
+  }
+  static std::byte* map_arena(std::uint64_t pages) {
+    const std::uint64_t bytes = pages * kPageSize;
     void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (memory == MAP_FAILED)
       fail("main-memory: cannot map {} bytes: {}", bytes, std::strerror(errno));
-    return memory;
+    madvise(memory, bytes, MADV_HUGEPAGE);
+    return static_cast<std::byte*>(memory);
   }
-
-  // A line apart, so that threads latching neighbouring pages share no written line.
-  struct alignas(64) LatchLine {
-    std::uint32_t word;
-  };
 
   std::uint64_t budget_;
   std::uint64_t capacity_;  // pages
-  std::byte* arena_ = nullptr;
-  LatchLine* latches_ = nullptr;  // one per page of the arena, mapped as zeros
-  std::uint64_t used_ = 0;        // pages handed out from the arena's start, freed ones included
+  std::byte* arena_;
+  LatchWords latches_;      // one per page of the arena
+  std::uint64_t used_ = 0;  // pages handed out from the arena's start, freed ones included
   std::vector<std::byte*> free_pages_;
   PageId next_page_id_ = 0;
   ChangesBesideCounts changes_beside_;

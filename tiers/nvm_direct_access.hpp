@@ -11,11 +11,9 @@
 // checksum (NvmTier::seal_pages). A swip naming no page in use is an Error, never a wild read.
 // Beside the slots, a latch word per slot in DRAM for changes of leaf entries side by side
 // (tiers/nvm_direct_writes.hpp), and per-thread counts of those changes.
-#include <sys/mman.h>
 
 #include <array>
 #include <bit>
-#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -27,6 +25,7 @@
 #include "common/page_format.hpp"
 #include "common/types.hpp"
 #include "nvm/nvm_tier.hpp"
+#include "tiers/latch_words.hpp"
 #include "tiers/swip.hpp"
 
 namespace tristore {
@@ -132,10 +131,9 @@ class NvmDirectAccess {
 
   // Maps (does not touch) a latch word per slot.
   explicit NvmDirectAccess(NvmTier& tier)
-      : tier_(tier), device_(tier.device()), latches_(map_latches(tier.slot_count())) {}
+      : tier_(tier), device_(tier.device()), latches_(tier.slot_count(), "nvm-direct") {}
   NvmDirectAccess(const NvmDirectAccess&) = delete;
   NvmDirectAccess& operator=(const NvmDirectAccess&) = delete;
-  ~NvmDirectAccess() { munmap(latches_, tier_.slot_count() * sizeof(LatchLine)); }
 
   Guard allocate_page() {
     // 1. A free slot, else the NVM is full.
@@ -152,7 +150,7 @@ class NvmDirectAccess {
   }
 
   Guard fix(Swip& swip, Guard*) {
-    const PageId page_id = swip.raw() & ~Swip::from_page_id(0).raw();
+    const PageId page_id = page_id_of(swip);
     if (swip.is_swizzled() || page_id >= tier_.slot_count() ||
         tier_.header(static_cast<SlotId>(page_id)).page_id != page_id ||
         !tier_.content_checked(static_cast<SlotId>(page_id))) [[unlikely]]
@@ -179,21 +177,17 @@ class NvmDirectAccess {
 
   // For changes side by side (tiers/nvm_direct_writes.hpp): the latch word of a page, zero when
   // unlatched, a cache line apart from its neighbours'.
-  std::uint32_t& latch_word(PageId page_id) { return latches_[page_id].word; }
+  std::uint32_t& latch_word(PageId page_id) { return latches_[page_id]; }
   // Whether fixing the swip's page would check its content (the first fix since open).
   bool first_fix_since_open(const Swip& swip) const {
-    const PageId page_id = swip.raw() & ~Swip::from_page_id(0).raw();
+    const PageId page_id = page_id_of(swip);
     return !swip.is_swizzled() && page_id < tier_.slot_count() &&
            !tier_.content_checked(static_cast<SlotId>(page_id));
   }
   // An operation in a transaction served beside others, or run again exclusively because it
   // needed more (as BufferManager::add_change_beside); counted per thread.
   void add_change_beside(bool retried) { changes_beside_.add(retried); }
-  Counters counters() const {
-    Counters total;
-    changes_beside_.add_to(total);
-    return total;
-  }
+  Counters counters() const { return changes_beside_.counters(); }
   // Whether threads may read pages side by side (and change them, each latched): the device
   // counts their lines per thread (no latency injected, no wear counted).
   bool charges_beside() const { return device_.charges_beside(); }
@@ -201,7 +195,7 @@ class NvmDirectAccess {
  private:
   // The first fix of a page since open, or a swip that names no page in use.
   void check_page(const Swip& swip) {
-    const PageId page_id = swip.raw() & ~Swip::from_page_id(0).raw();
+    const PageId page_id = page_id_of(swip);
     if (swip.is_swizzled() || page_id >= tier_.slot_count())
       fail("nvm-direct: corrupt page reference {:#x} (the NVM file has {} slots)", swip.raw(),
            tier_.slot_count());
@@ -212,20 +206,13 @@ class NvmDirectAccess {
     tier_.check_content(slot);
   }
 
-  struct alignas(64) LatchLine {
-    std::uint32_t word;
-  };
-  static LatchLine* map_latches(std::uint64_t slots) {
-    void* memory = mmap(nullptr, slots * sizeof(LatchLine), PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (memory == MAP_FAILED)
-      fail("nvm-direct: cannot map the latches of {} slots: {}", slots, std::strerror(errno));
-    return static_cast<LatchLine*>(memory);
-  }
+  // The page a swip names (a page id, unswizzled, is the page's slot), as raw bits: fix checks
+  // that it is one.
+  static PageId page_id_of(const Swip& swip) { return swip.raw() & ~Swip::from_page_id(0).raw(); }
 
   NvmTier& tier_;
   NvmDevice& device_;
-  LatchLine* latches_;  // one per slot, mapped as zeros
+  LatchWords latches_;  // one per slot
   ChangesBesideCounts changes_beside_;
 };
 

@@ -39,7 +39,8 @@ struct LeafGeometry {
   std::uint32_t capacity;
   std::uint32_t values_offset;
 
-  static constexpr LeafGeometry of(std::uint32_t key_size, std::uint32_t value_size) {
+  [[gnu::always_inline]] static constexpr LeafGeometry of(std::uint32_t key_size,
+                                                          std::uint32_t value_size) {
     const std::uint32_t capacity = node_capacity(key_size, value_size, 0);
     return {key_size, value_size, capacity,
             align_to_line(kNodeKeysOffset + std::uint64_t{capacity} * key_size)};

@@ -92,10 +92,13 @@ class LockManager {
     std::uint32_t shared = 0;  // shared holders (the exclusive holder not among them)
     bool brief = false;        // the exclusive holder is a change outside transactions
   };
-  // One partition: open addressing over a power of two of slots, at most half full.
+  // One partition: open addressing over a power of two of slots, at most half full. A
+  // transaction's few dozen locks spread over the partitions, so a few slots each will do:
+  // all partitions' slots together then fit a core's L1 cache (it grows where needed).
+  static constexpr std::size_t kInitialSlots = 16;
   struct alignas(64) Partition {
     mutable SpinLatch latch;
-    std::vector<Lock> slots = std::vector<Lock>(64);
+    std::vector<Lock> slots = std::vector<Lock>(kInitialSlots);
     std::size_t count = 0;
 
     Lock* find(LockName name);

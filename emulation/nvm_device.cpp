@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 
 #include "common/error.hpp"
 
@@ -100,7 +101,11 @@ Counters NvmDevice::counters() const {
   const auto count = [](const std::atomic<std::uint64_t>& counter) {
     return counter.load(std::memory_order_relaxed);
   };
-  Counters total = counters_;
+  Counters total;
+  {
+    const std::lock_guard latched(llc_latch_);  // llc_misses
+    total = counters_;
+  }
   for (const LineCounts& lines : line_counts_) {
     total.nvm_lines_read += count(lines.read);
     total.nvm_lines_written += count(lines.written);
@@ -140,18 +145,24 @@ void NvmDevice::bind_to_numa_node(int node) {
 
 void NvmDevice::charge_read_latency(std::uint64_t first_line, std::uint64_t count) {
   std::uint64_t misses = count;
-  if (llc_filter_) {
-    misses = 0;
-    for (std::uint64_t line = first_line; line < first_line + count; ++line)
-      misses += llc_->access(line) ? 0 : 1;
+  {
+    const std::lock_guard latched(llc_latch_);
+    if (llc_filter_) {
+      misses = 0;
+      for (std::uint64_t line = first_line; line < first_line + count; ++line)
+        misses += llc_->access(line) ? 0 : 1;
+    }
+    counters_.llc_misses += misses;
   }
-  counters_.llc_misses += misses;
   if (misses != 0) tsc_->spin_ticks(read_ticks_ * overlapped_latencies(misses));
 }
 
 void NvmDevice::charge_write_latency(std::uint64_t first_line, std::uint64_t count) {
   // A written line sits in the cache afterwards; the write itself always reaches NVM.
-  for (std::uint64_t line = first_line; line < first_line + count; ++line) llc_->access(line);
+  {
+    const std::lock_guard latched(llc_latch_);
+    for (std::uint64_t line = first_line; line < first_line + count; ++line) llc_->access(line);
+  }
   if (write_ticks_ != 0) tsc_->spin_ticks(write_ticks_ * overlapped_latencies(count));
 }
 

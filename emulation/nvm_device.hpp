@@ -26,6 +26,7 @@
 #include <string>
 
 #include "common/counters.hpp"
+#include "common/spin_latch.hpp"
 #include "common/thread_slot.hpp"
 #include "common/types.hpp"
 #include "emulation/crash_simulator.hpp"
@@ -110,7 +111,6 @@ class NvmDevice {
   // A write to the log area, from any thread. Not counted here: the log counts its own lines
   // (log_counters()), which counters() reports as nvm_log_lines_written and within
   // nvm_lines_written, so that data-area writes (wear, paper Fig. 16) can be told apart.
-  // Latency emulation (the simulated LLC) is single-threaded still.
   void write_log(std::byte* nvm_dst, const void* dram_src, std::size_t length) {
     std::memcpy(nvm_dst, dram_src, length);
     if (llc_ && length != 0) [[unlikely]] {
@@ -175,8 +175,9 @@ class NvmDevice {
   const WearCounters* wear() const { return wear_.get(); }
   // Present only when read_ns or write_ns is non-zero.
   SimulatedLlc* llc() { return llc_.get(); }
-  // Whether threads may charge reads and writes side by side: no latency is injected (the
-  // simulated LLC) and no wear is counted, both kept by one thread at a time.
+  // Whether threads may charge reads and writes side by side and each pay no more than its own
+  // lines cost: no latency is injected (one simulated LLC, latched, whose hits depend on the
+  // order of charges) and no wear is counted (kept by one thread at a time).
   bool charges_beside() const { return llc_ == nullptr && wear_ == nullptr; }
 
   // The misses of one request overlap, as a core keeps up to kMemoryLevelParallelism line
@@ -219,6 +220,10 @@ class NvmDevice {
   bool llc_filter_ = true;
   std::optional<TscClock> tsc_;
   std::unique_ptr<SimulatedLlc> llc_;
+  // The simulated LLC and its miss count, charged by every thread that reads or writes NVM
+  // (the log's appenders side by side): a set's tags are shifted in place. Not held while
+  // the latency is spun.
+  mutable SpinLatch llc_latch_;
   std::unique_ptr<CrashSimulator> crash_;
   std::unique_ptr<WearCounters> wear_;
   // Data-area lines, per thread slot as the log's counts are.

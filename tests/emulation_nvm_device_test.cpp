@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/error.hpp"
@@ -259,6 +260,32 @@ TEST_F(NvmDeviceTest, AWrittenLineIsCachedForTheNextRead) {
   device.write(device.base() + 640, buffer, 64);
   device.read(buffer, device.base() + 640, 64);
   EXPECT_EQ(device.counters().llc_misses, 0u);
+}
+
+// With latency injected, threads charge the one simulated LLC side by side: the log's appends
+// (write_log) from every appender, reads and write-backs beside them. Each thread reads lines
+// no one touched before, so each read is a miss, and writes log lines of its own between them.
+TEST_F(NvmDeviceTest, ThreadsChargingTheSimulatedLlcSideBySideCountEveryMiss) {
+  constexpr std::uint64_t kThreads = 4, kLines = 20000;
+  NvmDeviceOptions o = options(2 * kThreads * kLines * 64, true);
+  o.read_ns = 1;
+  o.write_ns = 1;
+  o.llc_bytes = 64 << 10;  // 64 sets of 16 ways: the threads' lines meet in every set
+  NvmDevice device(o);
+  std::vector<std::thread> threads;
+  for (std::uint64_t t = 0; t < kThreads; ++t)
+    threads.emplace_back([&device, t] {
+      std::byte* reads = device.base() + 2 * t * kLines * 64;
+      std::byte* log = reads + kLines * 64;
+      const std::byte line[64] = {};
+      for (std::uint64_t i = 0; i < kLines; ++i) {
+        device.charge_read(reads + i * 64, 64);
+        device.write_log(log + i * 64, line, 64);
+      }
+    });
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(device.counters().llc_misses, kThreads * kLines);
+  EXPECT_EQ(device.counters().nvm_lines_read, kThreads * kLines);
 }
 
 TEST_F(NvmDeviceTest, DefaultPathIsUnderDevShm) {

@@ -183,7 +183,7 @@ void TransactionManager::abort(TransactionState& txn) {
     if (log_ == nullptr) continue;
     const std::uint64_t copy_bytes = undo_copy_bytes(step.size);
     txn.undo_copy_bytes -= copy_bytes;
-    live_undo_bytes_ -= copy_bytes;
+    add_live_undo_bytes(-copy_bytes);
     Compensation clr{.undo_next_lsn = txn.undo.empty() ? kNoLsn : txn.undo.back().lsn,
                      .undone_lsn = undone};
     append_chained(txn, LogRecordType::kCompensation, {bytes_of(clr)});
@@ -200,7 +200,7 @@ void TransactionManager::forget(TransactionState& txn) {
 void TransactionManager::finish(TransactionState& txn) {
   locks_.release_all(txn);         // after the undo of an abort: its rows were its own until now
   if (txn.undo_copy_bytes != 0) {  // a shared line, not written for nothing
-    live_undo_bytes_ -= txn.undo_copy_bytes;
+    add_live_undo_bytes(-txn.undo_copy_bytes);
     txn.undo_copy_bytes = 0;
   }
   txn.finished = true;
@@ -269,7 +269,7 @@ void TransactionManager::note_undo(TransactionState& txn, UndoTarget& table, Lsn
                                    std::span<const std::byte> undo) {
   if (log_ != nullptr) {
     txn.undo_copy_bytes += undo_copy_bytes(undo.size());
-    live_undo_bytes_ += undo_copy_bytes(undo.size());
+    add_live_undo_bytes(undo_copy_bytes(undo.size()));
   }
   const std::size_t offset = txn.undo_bytes.size();
   txn.undo_bytes.insert(txn.undo_bytes.end(), undo.begin(), undo.end());
@@ -624,7 +624,7 @@ void TransactionManager::collect_loser_undo(TxnId txn, Lsn first, Lsn last) {
         pending_[undo.table_id].push_back(
             {txn, lsn, order, record.prev_lsn,
              std::vector<std::byte>(undo_bytes.begin(), undo_bytes.end())});
-        live_undo_bytes_ += undo_copy_bytes(undo_bytes.size());
+        add_live_undo_bytes(undo_copy_bytes(undo_bytes.size()));
         ++pending;
       }
     }
@@ -653,7 +653,7 @@ void TransactionManager::undo_pending(UndoTarget& table) {
     const PendingUndo& undo = list.back();
     Compensation clr{.undo_next_lsn = undo.prev_lsn, .undone_lsn = undo.lsn};
     append_chained(state, LogRecordType::kCompensation, {bytes_of(clr)});
-    live_undo_bytes_ -= undo_copy_bytes(undo.payload.size());
+    add_live_undo_bytes(-undo_copy_bytes(undo.payload.size()));
     const TxnId txn = undo.txn;
     list.pop_back();
     if (--loser.pending == 0) {

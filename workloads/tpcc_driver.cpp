@@ -1,5 +1,6 @@
 #include "workloads/tpcc_driver.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 
@@ -88,7 +89,9 @@ void Tpcc::start_transactions(std::uint64_t next_history_sequence) {
 
 void Tpcc::use_terminals(unsigned count) {
   if (count == 0) fail("tpcc: at least one terminal must run");
-  if (started_) fail("tpcc: terminals are chosen before the first transaction");
+  if (std::any_of(terminals_.begin(), terminals_.end(),
+                  [](const Terminal& terminal) { return terminal.started; }))
+    fail("tpcc: terminals are chosen before the first transaction");
   // Terminal 0 draws the inputs a one-terminal run draws; with several, each has a home.
   terminals_.clear();
   for (unsigned t = 0; t < count; ++t) {
@@ -131,7 +134,7 @@ void Tpcc::retrying(Terminal& terminal, Body&& body) {
 void Tpcc::run(tpcc::TransactionType type, unsigned terminal_index) {
   Terminal& terminal = terminals_.at(terminal_index);
   if (!terminal.transactions) fail("tpcc: load() must come before transactions");
-  started_ = true;
+  terminal.started = true;
   tpcc::TpccTransactions& transactions = *terminal.transactions;
   tpcc::TpccInputs& inputs = terminal.inputs;
   switch (type) {

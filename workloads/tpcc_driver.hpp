@@ -104,6 +104,7 @@ class Tpcc {
     tpcc::TpccInputs inputs;
     std::optional<tpcc::TpccTransactions> transactions;  // once loaded
     TpccStats stats;
+    bool started = false;  // a transaction ran here (each terminal's thread writes its own)
   };
   void start_transactions(std::uint64_t next_history_sequence);
   template <typename Body>
@@ -111,8 +112,7 @@ class Tpcc {
 
   std::vector<Terminal> terminals_;  // at least one
   std::uint64_t next_history_sequence_ = 0;
-  bool ready_ = false;    // loaded or reopened
-  bool started_ = false;  // a transaction ran
+  bool ready_ = false;  // loaded or reopened
   tpcc::TpccLoadTotals loaded_;
 };
 

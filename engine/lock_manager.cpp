@@ -1,5 +1,7 @@
 #include "engine/lock_manager.hpp"
 
+#include <optional>
+
 #include "common/checksum.hpp"
 #include "engine/transaction_state.hpp"
 
@@ -13,7 +15,7 @@ LockName lock_name(std::uint32_t table_id, std::span<const std::byte> key) {
 }
 
 LockManager::LockManager() = default;
-LockManager::LockManager(const OperationLatch& database_latch) : database_latch_(&database_latch) {}
+LockManager::LockManager(OperationLatch& database_latch) : database_latch_(&database_latch) {}
 
 void LockManager::lock(TransactionState& txn, std::uint32_t table_id, LockName name,
                        LockMode mode) {
@@ -95,6 +97,11 @@ LockManager::Lock& LockManager::insert_held(Partition& partition, TransactionSta
 }
 
 bool LockManager::held_briefly(LockName name) const {
+  // A caller outside the database latch (a scan between its copies) looks in changes mode, as
+  // a changer would: the exclusive holder changes partitions without their latches.
+  std::optional<OperationLatch::Changes> outside;
+  if (database_latch_ != nullptr && !database_latch_->held_here())
+    outside.emplace(*database_latch_, OperationLatch::Purpose::kRead);
   const Partition& partition = partition_of(name);
   const PartitionLatched latched(*this, partition);
   const Lock* lock = partition.find(name);

@@ -58,7 +58,7 @@ class LockManager {
   // With the database's latch, whose exclusive holder takes no partition latch; without one,
   // every call latches its partition.
   LockManager();
-  explicit LockManager(const OperationLatch& database_latch);
+  explicit LockManager(OperationLatch& database_latch);
 
   // Takes mode on name for txn, or upgrades its shared lock. A conflicting lock of another
   // transaction -> LockConflict, and txn holds what it held before.
@@ -76,6 +76,7 @@ class LockManager {
   // LockConflict if a transaction holds it.
   void lock_brief(TransactionState& txn, std::uint32_t table_id, LockName name);
   // Until no brief lock holds name (a transaction's lock then is check_free's to report).
+  // Holding the database latch in any mode, or none (then it looks in changes mode).
   void wait_while_brief(LockName name) const;
   // At commit or abort (after its undo): every lock txn holds.
   void release_all(TransactionState& txn);
@@ -139,7 +140,7 @@ class LockManager {
   [[noreturn]] static void conflict(TxnId txn, TxnId holder, std::uint32_t table_id,
                                     LockMode wanted);
 
-  const OperationLatch* database_latch_ = nullptr;
+  OperationLatch* database_latch_ = nullptr;
   std::array<Partition, kPartitions> partitions_;
   alignas(64) std::atomic<std::size_t> lockers_{0};  // transactions holding a lock
 };

@@ -22,7 +22,8 @@
 // Safe for threads (changes side by side take locks under the database latch's changes mode,
 // engine/operation_latch.hpp): the table is split into partitions by the key's hash, each
 // with a latch of its own, so that threads locking different rows seldom meet. A caller that
-// holds the database latch exclusive has the table to itself and takes no partition latch. Readers
+// holds the database latch exclusive has the table to itself and takes no partition latch, so
+// every call holds the database latch in some mode (wait_while_brief takes it itself). Readers
 // outside transactions first ask whether any transaction holds a lock at all (one word,
 // changed once per transaction that locks, not once per lock).
 #include <array>

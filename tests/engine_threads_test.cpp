@@ -21,7 +21,9 @@
 #include "common/error.hpp"
 #include "engine/database.hpp"
 #include "engine/lock_manager.hpp"
+#include "engine/operation_latch.hpp"
 #include "engine/table.hpp"
+#include "engine/transaction_state.hpp"
 #include "test_support.hpp"
 
 namespace tristore {
@@ -748,6 +750,35 @@ INSTANTIATE_TEST_SUITE_P(EveryArchitecture, Threads,
                                            Architecture::kBasicNvm, Architecture::kNvmDirect,
                                            Architecture::kSsdBm),
                          testing_support::ArchitectureTestName{});
+
+// Under the exclusive latch the lock table takes no partition latch (a thread alone), so a look
+// into it from outside the latch (a scan waiting between its copies for a brief row lock) must
+// take the latch itself. Here one thread locks and releases rows of one partition exclusively,
+// on the slots where the other looks for a row: under ThreadSanitizer, a look that took only
+// the partition's latch is a data race (as engine_threads_test's scans beside aborts met it).
+TEST(ThreadsLockTable, AWaitForABriefLockOutsideTheLatchKeepsClearOfTheExclusiveHolder) {
+  OperationLatch latch;
+  LockManager locks(latch);
+  // The same partition (bits 26 up) and home slot (low bits): the holder's rows fill the
+  // slots that a look for `waited` probes.
+  const LockName waited = (LockName{8} << 32) | 5;
+  std::atomic<bool> done{false};
+  std::thread holder([&] {
+    TransactionState txn;
+    for (TxnId id = 1; id <= 3000; ++id) {
+      txn.reset(id);
+      const OperationLatch::Exclusive latched(latch);
+      for (LockName n = 1; n <= 6; ++n) locks.lock(txn, 7, waited + 64 * n, LockMode::kExclusive);
+      locks.release_all(txn);
+    }
+    done.store(true);
+  });
+  std::uint64_t looks = 0;
+  for (; !done.load(); ++looks) locks.wait_while_brief(waited);
+  holder.join();
+  EXPECT_GT(looks, 0u);
+  EXPECT_EQ(locks.locked_rows(), 0u);
+}
 
 }  // namespace
 }  // namespace tristore

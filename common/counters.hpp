@@ -23,6 +23,7 @@ namespace tristore {
   X(reader_misses)         /* misses of readers sharing the latch, under the miss latch */     \
   X(reader_retries)        /* such reads run again exclusive: no frame free yet */             \
   X(reader_appends)        /* such misses served by appending lines beside each other */       \
+  X(reader_ssd_waits)      /* such misses that waited for another's SSD read of the page */    \
   X(changes_beside)        /* reads and changes in transactions served beside each other */    \
   X(changes_retried)       /* such operations that needed more, run again exclusively */       \
   X(leaf_reads_retried)    /* optimistic leaf reads beside changes that a change spoilt */     \

@@ -294,6 +294,8 @@ void SsdPageFile::read(PageId id, std::byte* page) {
   if (page == nullptr) [[unlikely]]
     fail("read of SSD page {} into a null buffer", id);
   state.check_allocated("read", id);
+  if (state.options.before_read) [[unlikely]]
+    state.options.before_read(id);
   std::byte* target = is_direct_io_aligned(page) ? page : scratch_page();
   state.file.read_exact(state.layout.page_offset(id), target, kPageSize);
   wait_ns(state.options.read_latency_ns);

@@ -40,6 +40,9 @@ struct SsdOptions {
   std::string architecture;  // create: recorded in the superblock; open: must match (empty: any)
   std::uint32_t read_latency_ns = 0, write_latency_ns = 0;  // extra busy-wait per page I/O
   bool crash_simulation = false;  // tests: a disk with a volatile write cache (crash_simulator())
+  // Tests: runs on the reading thread before each page read (to hold reads in flight, or to
+  // fail one by throwing).
+  std::function<void(PageId)> before_read = {};
   // Shadow copies of the metadata are safe to fall back on only if the newer copy was never
   // completed. The caller keeps, elsewhere, the newest generation sync() completed:
   // called with each generation once it is durable (create included) ...

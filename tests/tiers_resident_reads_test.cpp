@@ -20,6 +20,7 @@
 #include "common/reader_slots.hpp"
 #include "engine/operation_latch.hpp"
 #include "tests/test_support.hpp"
+#include "tests/tiers_pattern_pages.hpp"
 #include "tests/tiers_test_support.hpp"
 #include "tiers/buffer_manager.hpp"
 #include "tiers/retired_frames.hpp"
@@ -30,6 +31,7 @@ namespace {
 static_assert(PageAccess<ResidentReads>);
 
 using Guard = BufferManager::Guard;
+using testing::pattern;
 using testing::TestTiers;
 
 BufferManagerOptions three_tier(TestTiers& tiers, bool swizzling = true, std::size_t slabs = 8) {
@@ -41,20 +43,9 @@ BufferManagerOptions three_tier(TestTiers& tiers, bool swizzling = true, std::si
   return options;
 }
 
-std::byte pattern(std::size_t i, std::size_t page = 0) { return std::byte(i * 13 + page * 7 + 5); }
-
 // Pages of pattern bytes, flushed to NVM: the next fix loads each into a mini page.
 std::vector<Swip> pages_in_nvm(BufferManager& bm, std::size_t count) {
-  std::vector<Swip> swips;
-  for (std::size_t p = 0; p < count; ++p) {
-    Guard page = bm.allocate_page();
-    std::byte* bytes = page.whole_page();
-    for (std::size_t i = kPageHeaderSize; i < kPageSize; ++i) bytes[i] = pattern(i, p);
-    page.mark_dirty(kPageHeaderSize, kPageSize - kPageHeaderSize);
-    swips.push_back(bm.swip_of(page));
-  }
-  bm.flush_all();
-  return swips;
+  return testing::pattern_pages_written_down(bm, count);
 }
 Swip page_in_nvm(BufferManager& bm) { return pages_in_nvm(bm, 1)[0]; }
 

@@ -6,8 +6,10 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "nvm/nvm_layout.hpp"
 #include "nvm/nvm_tier.hpp"
@@ -39,7 +41,10 @@ class TestTiers {
  public:
   static constexpr std::uint64_t kLogBytes = 4096;
 
-  TestTiers(const std::string& tag, std::uint64_t nvm_slots, std::uint64_t ssd_pages) {
+  // before_read: SsdOptions::before_read of the SSD file.
+  TestTiers(const std::string& tag, std::uint64_t nvm_slots, std::uint64_t ssd_pages,
+            std::function<void(PageId)> before_read = {})
+      : before_read_(std::move(before_read)) {
     static int serial = 0;
     const std::string unique =
         tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(serial++);
@@ -85,12 +90,14 @@ class TestTiers {
       SsdOptions options;
       options.path = ssd_path_;
       options.create = create;
+      options.before_read = before_read_;
       // Superblock page, two bitmap copies, then the pages.
       options.size_bytes = create ? (ssd_pages_ + 3) * kPageSize : 0;
       ssd = create ? SsdPageFile::create(options) : SsdPageFile::open(options);
     }
   }
 
+  std::function<void(PageId)> before_read_;
   std::string nvm_path_, dir_, ssd_path_;
   std::uint64_t nvm_slots_ = 0, ssd_pages_ = 0;
 };

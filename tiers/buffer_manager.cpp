@@ -112,20 +112,30 @@ BufferManager::Guard BufferManager::allocate_page() {
   return pin(&frame->header);
 }
 
-BufferManager::Guard BufferManager::fix_through_table(Swip& swip, Guard* parent, bool may_swizzle) {
-  // 1. Find the page: a DRAM frame, an NVM slot (transition 2) or only on SSD (transition 1).
-  const PageId page_id = swip.page_id();
+FrameHeader* BufferManager::find_or_load(PageId page_id, SsdLoad* beside) {
+  // A DRAM frame, an NVM slot (transition 2) or only on SSD (transition 1).
   ++counters_.page_table_lookups;
-  FrameHeader* frame;
   void* const* entry = page_table_.find(page_id);
   if (entry != nullptr && (nvm_ == nullptr || !nvm_->in_slot_area(*entry))) {
-    frame = static_cast<FrameHeader*>(*entry);
-  } else if (entry != nullptr) {
-    frame = load_from_nvm(page_id, static_cast<std::byte*>(*entry));
-  } else {
-    if (ssd_ == nullptr) fail("page {} does not exist (not in any NVM slot)", page_id);
-    frame = load_from_ssd(page_id);
+    auto* frame = static_cast<FrameHeader*>(*entry);
+    if (frame->has(frame_flag::kLoading)) [[unlikely]] {
+      // Only readers share the database latch with a read under way, and they wait for it.
+      assert(beside != nullptr && "a page read from SSD outside the exclusive latch");
+      *beside = SsdLoad{as_full(frame), false, {}};
+      return nullptr;
+    }
+    return frame;
   }
+  if (entry != nullptr) return load_from_nvm(page_id, static_cast<std::byte*>(*entry));
+  if (ssd_ == nullptr) fail("page {} does not exist (not in any NVM slot)", page_id);
+  if (beside == nullptr) return load_from_ssd(page_id);
+  *beside = SsdLoad{begin_ssd_load(page_id), true, {}};
+  return nullptr;
+}
+
+BufferManager::Guard BufferManager::fix_through_table(Swip& swip, Guard* parent, bool may_swizzle) {
+  // 1. Find the page, loaded into DRAM if need be.
+  FrameHeader* frame = find_or_load(swip.page_id(), nullptr);
   // 2. Fix it, then swizzle the swip so the next fix skips the table.
   Guard guard = pin(frame);
   if (swizzling_ && may_swizzle) swizzle(swip, frame, parent);
@@ -225,9 +235,17 @@ Counters BufferManager::counters() const {
     total.reader_appends += reads.appends.load(std::memory_order_relaxed);
     total.leaf_reads_retried += reads.leaf_reads_retried.load(std::memory_order_relaxed);
   }
+  total.reader_ssd_waits += reader_ssd_waits();
   changes_beside_.add_to(total);
   if (nvm_ != nullptr) total += nvm_->device().counters();
   if (ssd_ != nullptr) total += ssd_->counters();
+  return total;
+}
+
+std::uint64_t BufferManager::reader_ssd_waits() const {
+  std::uint64_t total = 0;
+  for (const ThreadReads& reads : thread_reads_)
+    total += reads.ssd_waits.load(std::memory_order_relaxed);
   return total;
 }
 

@@ -13,7 +13,8 @@
 //   (6) NVM eviction: clock over slots; written to SSD only if dirty relative to SSD.
 //
 // Its definitions are split by concept: buffer_manager.cpp (construction, fixing pages,
-// counters), line_loading.cpp (loads from NVM and SSD, mini pages, promotion), swizzling.cpp,
+// counters), line_loading.cpp (loads from NVM and SSD, mini pages, promotion), ssd_loads.cpp
+// (readers' SSD reads in flight), reader_misses.cpp, swizzling.cpp,
 // dram_eviction.cpp, nvm_cache.cpp (admission, NVM eviction) and write_back.cpp (dirty lines
 // and pages to NVM and SSD, checkpoints, close). The hot paths are inline below.
 //
@@ -35,7 +36,10 @@
 // (tiers/resident_reads.hpp) beside each other: what is in DRAM they read without the buffer
 // manager. Their misses are served here (tiers/reader_misses.cpp): lines that append to a
 // page's frame beside each other (append_for_reader), anything else one miss at a time under
-// the miss latch (fix_for_reader, read_for_reader), while the other readers go on. Nothing a
+// the miss latch (fix_for_reader, read_for_reader), while the other readers go on; but a page
+// read from SSD is read outside the miss latch, many at once, its frame in the page table
+// meanwhile as an I/O-in-flight entry that other readers of the page wait for
+// (tiers/ssd_loads.cpp). Nothing a
 // reader may be looking at is changed or reused under it: lines are only added (a mini page
 // keeps them in load order; one whose lines must be sorted is replaced by a sorted copy), and
 // frames let go (evicted, replaced, promoted) go back to the pool only once the readers inside
@@ -45,6 +49,7 @@
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <optional>
 #include <span>
@@ -159,6 +164,8 @@ class BufferManager {
 
   // The buffer manager's own counters plus the NVM device's and the SSD file's.
   Counters counters() const;
+  // Counters::reader_ssd_waits alone: safe to read beside readers (counters() is not).
+  std::uint64_t reader_ssd_waits() const;
   const Counters& own_counters() const { return counters_; }
   const AdmissionStats& admission_stats() const { return admission_stats_; }
   BufferMemoryUsage memory_usage() const;
@@ -240,6 +247,21 @@ class BufferManager {
 
   // Cold paths, out of line (the .cpp files named at the top).
   Guard fix_through_table(Swip& swip, Guard* parent, bool may_swizzle = true);
+  // A page a reader reads from SSD outside the miss latch (tiers/ssd_loads.cpp): its full frame
+  // sits in the page table marked kLoading, fixed so that no eviction takes it, and readers
+  // that want the page meanwhile wait for it rather than read it again.
+  struct SsdLoad {
+    FullFrame* frame = nullptr;  // null: none
+    bool mine = false;           // this reader reads it; else it waits for the one that does
+    std::exception_ptr error;    // the read's, thrown under the miss latch
+  };
+  // Step 1 of a fix: the page's DRAM frame, loaded from NVM or SSD if need be. Given `beside`
+  // (a reader, under the miss latch), a page only on SSD or being read from it gives null and
+  // `beside` names the frame to read or to wait for.
+  FrameHeader* find_or_load(PageId page_id, SsdLoad* beside);
+  FullFrame* begin_ssd_load(PageId page_id);  // under the miss latch
+  void await_ssd_load(SsdLoad& load);         // outside it: read, or wait for the reader that does
+  void finish_ssd_load(SsdLoad& load);        // under it: show the page, or throw the read's error
   void claim_ssd_page(PageId page_id);
   Lsn write_back_lsn(FrameHeader* frame) const;
   FrameHeader* load_from_nvm(PageId page_id, std::byte* slot);
@@ -339,6 +361,7 @@ class BufferManager {
     std::atomic<std::uint64_t> nvm_lines_appended{0};  // by append_for_reader
     std::atomic<std::uint64_t> appends{0};
     std::atomic<std::uint64_t> leaf_reads_retried{0};  // optimistic tries a change spoilt
+    std::atomic<std::uint64_t> ssd_waits{0};           // for another reader's SSD read
   };
   std::array<ThreadReads, kThreadSlots> thread_reads_;
   ChangesBesideCounts changes_beside_;

@@ -37,43 +37,53 @@ bool BufferManager::is_live(const FrameHeader* frame) const {
 }
 
 FrameHeader* BufferManager::fix_for_reader(Swip& swip, FrameHeader* parent) {
-  const ServingReader serving(*this);
-  ++counters_.reader_misses;
-  try {
-    // 1. Another miss may have swizzled the swip since the reader looked.
-    const Swip seen = Swip::load(swip);
-    if (seen.is_swizzled()) return seen.frame<FrameHeader>();
-    // 2. The parent (or the full frame its promotion made) stays while its child is loaded.
-    //    A parent let go meanwhile holds bytes that are no page's any more: its swip is
-    //    followed, not swizzled, and the parent is not fixed (it is not reused meanwhile).
-    FullFrame* holder = parent != nullptr ? holding_full_frame(parent) : nullptr;
-    FrameHeader* page_frame = holder != nullptr ? &holder->header : parent;
-    const bool parent_live = page_frame != nullptr && is_live(page_frame);
-    Guard parent_guard = parent_live ? pin(page_frame) : Guard();
-    const bool may_swizzle = parent == nullptr || (holder != nullptr && parent_live);
-    Guard child = fix_through_table(swip, parent_live ? &parent_guard : nullptr, may_swizzle);
-    return child.frame_;  // the guard unfixes it: readers hold no fixes
-  } catch (const RetryExclusively&) {
-    ++counters_.reader_retries;
-    throw;
+  SsdLoad load;  // a read of the page from SSD, outside the miss latch
+  for (bool counted = false;; counted = true) {
+    if (load.frame != nullptr) await_ssd_load(load);
+    const ServingReader serving(*this);
+    if (!counted) ++counters_.reader_misses;
+    try {
+      if (load.mine) finish_ssd_load(load);
+      load = SsdLoad{};
+      // 1. Another miss may have swizzled the swip since the reader looked.
+      const Swip seen = Swip::load(swip);
+      if (seen.is_swizzled()) return seen.frame<FrameHeader>();
+      // 2. The parent (or the full frame its promotion made) stays while its child is loaded.
+      //    A parent let go meanwhile holds bytes that are no page's any more: its swip is
+      //    followed, not swizzled, and the parent is not fixed (it is not reused meanwhile).
+      FullFrame* holder = parent != nullptr ? holding_full_frame(parent) : nullptr;
+      FrameHeader* page_frame = holder != nullptr ? &holder->header : parent;
+      const bool parent_live = page_frame != nullptr && is_live(page_frame);
+      Guard parent_guard = parent_live ? pin(page_frame) : Guard();
+      const bool may_swizzle = parent == nullptr || (holder != nullptr && parent_live);
+      // 3. The child, unless it is (or is now to be) read from SSD: that read runs outside the
+      //    latch, and the next round finds the page in DRAM.
+      FrameHeader* child = find_or_load(seen.page_id(), &load);
+      if (child == nullptr) continue;
+      Guard guard = pin(child);  // unfixed on return: readers hold no fixes
+      if (swizzling_ && may_swizzle) swizzle(swip, child, parent_live ? &parent_guard : nullptr);
+      return child;
+    } catch (const RetryExclusively&) {
+      ++counters_.reader_retries;
+      throw;
+    }
   }
 }
 
 const std::byte* BufferManager::read_for_reader(FrameHeader*& frame, std::uint32_t offset,
                                                 std::uint32_t length) {
+  SsdLoad load;  // a read of the page from SSD, outside the miss latch
   for (;;) {
+    if (load.frame != nullptr) await_ssd_load(load);
     const ServingReader serving(*this);
     try {
-      // 1. The page's frame now: the reader's may have been evicted, replaced or promoted.
+      if (load.mine) finish_ssd_load(load);
+      load = SsdLoad{};
+      // 1. The page's frame now: the reader's may have been evicted, replaced or promoted
+      //    (and the page read from SSD outside the latch, as a fix does).
       const PageId page_id = frame->page_id;
-      FrameHeader* current;
-      void* const* entry = page_table_.find(page_id);
-      if (entry != nullptr && (nvm_ == nullptr || !nvm_->in_slot_area(*entry))) {
-        current = static_cast<FrameHeader*>(*entry);
-      } else {
-        Swip by_id = Swip::from_page_id(page_id);
-        current = fix_through_table(by_id, nullptr, false).frame_;
-      }
+      FrameHeader* current = find_or_load(page_id, &load);
+      if (current == nullptr) continue;
       // 2. No append beside this one on the same frame. One under way (its thread may have
       //    lost its core) is not waited for with the miss latch held: step out, come back.
       if (!current->try_latch_appends()) continue;

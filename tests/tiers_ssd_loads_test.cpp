@@ -1,0 +1,253 @@
+// Readers' SSD reads outside the miss latch (tiers/ssd_loads.cpp): two readers missing to SSD
+// have their reads in flight at once; a reader that wants a page another reader is reading
+// waits for that read rather than reading it again; a failed read leaves the page to the next
+// reader; and threads missing to SSD through a small DRAM read the right bytes. The SSD file's
+// before_read hook holds a read in flight (or fails it) until the test has seen what it wants,
+// with a generous deadline so that the engine before this change fails rather than hangs.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "common/error.hpp"
+#include "common/page_format.hpp"
+#include "engine/operation_latch.hpp"
+#include "tests/test_support.hpp"
+#include "tests/tiers_pattern_pages.hpp"
+#include "tests/tiers_test_support.hpp"
+#include "tiers/buffer_manager.hpp"
+#include "tiers/resident_reads.hpp"
+
+namespace tristore {
+namespace {
+
+using Guard = BufferManager::Guard;
+using testing::pattern;
+using testing::pattern_pages_written_down;
+using testing::TestTiers;
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kDeadline = std::chrono::seconds(30);
+
+BufferManagerOptions ssd_only(TestTiers& tiers, std::size_t slabs = 16) {
+  BufferManagerOptions options;
+  options.dram_bytes = slabs * FramePool::kSlabBytes;
+  options.ssd = tiers.ssd.get();
+  return options;
+}
+
+// Waits until `done` or the deadline; whether `done`.
+template <typename Done>
+bool wait_for(Done&& done) {
+  const auto deadline = Clock::now() + kDeadline;
+  while (!done()) {
+    if (Clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+// A reader sharing the database latch reads 64 bytes of page p at `at`: whether they are right.
+bool read_right(BufferManager& bm, OperationLatch& latch, Swip& swip, std::size_t p,
+                std::uint32_t at) {
+  const OperationLatch::Shared shared(latch);
+  ResidentReads reads(bm);
+  const std::byte* bytes = reads.fix(swip, nullptr).read(at, 64);
+  for (std::size_t b = 0; b < 64; ++b)
+    if (bytes[b] != pattern(at + b, p)) return false;
+  return true;
+}
+
+TEST(TiersSsdLoads, TwoReadersMissingToSsdHaveTheirReadsInFlightAtOnce) {
+  std::atomic<bool> armed{false};
+  std::atomic<int> inside{0}, met{0};
+  TestTiers tiers("ssd-loads-two", 0, 64, [&](PageId) {
+    if (!armed.load()) return;
+    inside.fetch_add(1);
+    // Each read waits inside for the other: with reads one at a time, the first never sees
+    // the second before its deadline.
+    if (wait_for([&] { return inside.load() >= 2; })) met.fetch_add(1);
+  });
+  BufferManager bm(ssd_only(tiers));
+  OperationLatch latch;
+  bm.share_with(&latch.readers());
+  std::vector<Swip> pages = pattern_pages_written_down(bm, 2);
+  ASSERT_EQ(bm.location(pages[1].page_id()), BufferManager::Location::kSsd);
+  const Counters before = bm.counters();
+  armed = true;
+  std::vector<int> right(2, 0);
+  std::vector<std::thread> readers;
+  for (std::size_t p = 0; p < 2; ++p)
+    readers.emplace_back([&, p] { right[p] = read_right(bm, latch, pages[p], p, 1000); });
+  for (std::thread& reader : readers) reader.join();
+  EXPECT_EQ(met.load(), 2) << "each read saw the other in flight";
+  EXPECT_EQ(right, std::vector<int>({1, 1}));
+  EXPECT_EQ(bm.counters().ssd_pages_read - before.ssd_pages_read, 2u);
+  EXPECT_EQ(bm.counters().reader_ssd_waits - before.reader_ssd_waits, 0u);
+  bm.flush_all();
+}
+
+// Three readers want one page: the first reads it, the other two wait for that read (counted),
+// and the page is read from SSD once. Swizzling (3tier's fix_for_reader) and the page table
+// (ssd-bm's read_for_reader) both.
+class TiersSsdLoadsWaiting : public ::testing::TestWithParam<bool> {};
+
+TEST_P(TiersSsdLoadsWaiting, ReadersOfAPageOnItsWayFromSsdWaitForThatRead) {
+  const bool swizzling = GetParam();
+  std::atomic<bool> armed{false}, first_inside{false};
+  std::atomic<int> calls{0};
+  std::atomic<BufferManager*> manager{nullptr};
+  bool others_waited = false;
+  TestTiers tiers("ssd-loads-wait", swizzling ? 4 : 0, 64, [&](PageId) {
+    if (!armed.load() || calls.fetch_add(1) != 0) return;
+    first_inside = true;
+    others_waited = wait_for([&] { return manager.load()->reader_ssd_waits() >= 2; });
+  });
+  BufferManagerOptions options = ssd_only(tiers);
+  if (swizzling) {
+    options.nvm = tiers.nvm.get();
+    options.admit_while_nvm_has_free_slots = false;  // the pages go to SSD, not NVM
+  }
+  BufferManager bm(options);
+  manager = &bm;
+  OperationLatch latch;
+  bm.share_with(&latch.readers());
+  std::vector<Swip> pages = pattern_pages_written_down(bm, 3);
+  Swip& page = pages[2];
+  const PageId page_id = page.page_id();
+  ASSERT_EQ(bm.location(page_id), BufferManager::Location::kSsd);
+  const Counters before = bm.counters();
+  armed = true;
+  constexpr int kReaders = 3;
+  std::vector<int> right(kReaders, 0);
+  std::vector<std::thread> readers;
+  readers.emplace_back([&] { right[0] = read_right(bm, latch, page, 2, 64 * 7); });
+  ASSERT_TRUE(wait_for([&] { return first_inside.load(); }));
+  for (int r = 1; r < kReaders; ++r)
+    readers.emplace_back([&, r] {
+      right[static_cast<std::size_t>(r)] =
+          read_right(bm, latch, page, 2, static_cast<std::uint32_t>(64 * (100 + r)));
+    });
+  for (std::thread& reader : readers) reader.join();
+  EXPECT_TRUE(others_waited);
+  EXPECT_EQ(right, std::vector<int>(kReaders, 1));
+  const Counters counters = bm.counters() - before;
+  EXPECT_EQ(counters.ssd_pages_read, 1u) << "one read, the others waited for it";
+  EXPECT_EQ(counters.reader_ssd_waits, 2u);
+  EXPECT_EQ(bm.location(page_id), BufferManager::Location::kDramFull);
+  if (swizzling) {
+    EXPECT_TRUE(Swip::load(page).is_swizzled()) << "by the reader that read it";
+  }
+  bm.flush_all();
+}
+
+INSTANTIATE_TEST_SUITE_P(SwizzledOrThroughThePageTable, TiersSsdLoadsWaiting,
+                         ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "three_tier" : "ssd_bm"; });
+
+TEST(TiersSsdLoads, AFailedReadLeavesThePageToTheReaderWaitingForIt) {
+  std::atomic<bool> armed{false}, first_inside{false};
+  std::atomic<int> calls{0};
+  std::atomic<BufferManager*> manager{nullptr};
+  TestTiers tiers("ssd-loads-fail", 0, 64, [&](PageId page_id) {
+    if (!armed.load() || calls.fetch_add(1) != 0) return;
+    first_inside = true;
+    wait_for([&] { return manager.load()->reader_ssd_waits() >= 1; });
+    fail("injected read failure of SSD page {}", page_id);
+  });
+  BufferManager bm(ssd_only(tiers));
+  manager = &bm;
+  OperationLatch latch;
+  bm.share_with(&latch.readers());
+  std::vector<Swip> pages = pattern_pages_written_down(bm, 1);
+  const Counters before = bm.counters();
+  armed = true;
+  std::string failure;
+  int waiter_right = 0;
+  std::thread first([&] {
+    try {
+      read_right(bm, latch, pages[0], 0, 2000);
+    } catch (const Error& error) {
+      failure = error.what();
+    }
+  });
+  ASSERT_TRUE(wait_for([&] { return first_inside.load(); }));
+  std::thread waiter([&] { waiter_right = read_right(bm, latch, pages[0], 0, 3000); });
+  first.join();
+  waiter.join();
+  EXPECT_NE(failure.find("injected read failure"), std::string::npos) << failure;
+  EXPECT_EQ(waiter_right, 1) << "the waiter read the page itself";
+  const Counters counters = bm.counters() - before;
+  EXPECT_EQ(counters.reader_ssd_waits, 1u);
+  EXPECT_EQ(counters.ssd_pages_read, 1u) << "the failed read never reached the file";
+  // The page stays in DRAM, whole: no read in flight is left behind.
+  EXPECT_EQ(bm.location(pages[0].page_id()), BufferManager::Location::kDramFull);
+  EXPECT_TRUE(read_right(bm, latch, pages[0], 0, 5000));
+  EXPECT_EQ(bm.counters().ssd_pages_read - before.ssd_pages_read, 1u);
+  bm.flush_all();
+}
+
+// Threads reading many pages through a DRAM far too small for them, most of them only on SSD:
+// reads in flight beside loads, evictions (dirty pages none, clean ones dropped) and reads run
+// again exclusively. Every byte read is the page's. Run under ThreadSanitizer too.
+class TiersSsdLoadsThreads : public ::testing::TestWithParam<bool> {};
+
+TEST_P(TiersSsdLoadsThreads, ThreadsMissingToSsdReadTheRightBytes) {
+  const bool three_tier = GetParam();
+  const std::uint64_t seed = testing_support::test_seed();
+  TestTiers tiers("ssd-loads-threads", three_tier ? 16 : 0, 512);
+  BufferManagerOptions options = ssd_only(tiers, /*slabs=*/12);
+  options.nvm = three_tier ? tiers.nvm.get() : nullptr;
+  BufferManager bm(options);
+  OperationLatch latch;
+  bm.share_with(&latch.readers());
+  constexpr std::size_t kPages = 120;
+  std::vector<Swip> pages = pattern_pages_written_down(bm, kPages);
+  constexpr int kThreads = 6, kReads = 1500;
+  std::vector<int> wrong(kThreads, 0), retried(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      std::mt19937_64 random(seed + static_cast<std::uint64_t>(t));
+      for (int i = 0; i < kReads; ++i) {
+        const std::size_t p = random() % kPages;
+        const auto at = static_cast<std::uint32_t>(kPageHeaderSize +
+                                                   random() % (kPageSize - kPageHeaderSize - 64));
+        try {
+          wrong[t] += !read_right(bm, latch, pages[p], p, at);
+          continue;
+        } catch (const ResidentReads::NotResident&) {
+          ++retried[t];
+        }
+        const OperationLatch::Exclusive exclusive(latch, OperationLatch::Purpose::kRead);
+        Guard page = bm.fix(pages[p], nullptr);
+        const std::byte* bytes = page.read(at, 64);
+        for (std::size_t b = 0; b < 64; ++b) wrong[t] += bytes[b] != pattern(at + b, p);
+      }
+    });
+  for (std::thread& thread : threads) thread.join();
+  int retries = 0;
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(wrong[t], 0) << "thread " << t;
+    retries += retried[t];
+  }
+  const Counters counters = bm.counters();
+  EXPECT_EQ(counters.reader_retries, static_cast<std::uint64_t>(retries));
+  EXPECT_GT(counters.ssd_pages_read, 1000u);
+  EXPECT_GT(counters.dram_evictions, 1000u);
+  std::printf("ssd reads %llu, waits %llu, retried %d, evictions %llu\n",
+              static_cast<unsigned long long>(counters.ssd_pages_read),
+              static_cast<unsigned long long>(counters.reader_ssd_waits), retries,
+              static_cast<unsigned long long>(counters.dram_evictions));
+  bm.flush_all();
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, TiersSsdLoadsThreads, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "three_tier" : "ssd_bm"; });
+
+}  // namespace
+}  // namespace tristore

@@ -1,0 +1,59 @@
+// BufferManager (tiers/buffer_manager.hpp): SSD reads of readers that share the database latch,
+// run outside the miss latch so that several reads are in flight at once (transition 1 of a
+// reader's miss). The frame enters the page table before its read as an I/O-in-flight entry
+// (kLoading): a reader that wants the page meanwhile waits for that read instead of starting
+// another, a miss that makes room does not evict it (it is fixed), and it shows its bytes only
+// once they are all there. No exclusive holder ever sees one: readers finish their reads before
+// they leave the latch.
+#include <cassert>
+
+#include "common/spin_latch.hpp"
+#include "tiers/buffer_manager.hpp"
+#include "tiers/poison.hpp"
+
+namespace tristore {
+
+FullFrame* BufferManager::begin_ssd_load(PageId page_id) {
+  FullFrame* frame = allocate_full();
+  unpoison_bytes(frame->data, kPageSize);
+  frame->header.page_id = page_id;
+  frame->header.set(frame_flag::kLoading);
+  ++frame->header.fix_count;
+  page_table_.insert_or_assign(page_id, &frame->header);
+  return frame;
+}
+
+void BufferManager::await_ssd_load(SsdLoad& load) {
+  FrameHeader& header = load.frame->header;
+  if (!load.mine) {
+    // The reader that reads it clears the flag under the miss latch, success or not; the
+    // frame is not reused while this reader is inside.
+    add_in_own_slot(thread_reads_[thread_slot()].ssd_waits, 1);
+    for (unsigned spins = 0; header.has(frame_flag::kLoading); ++spins) spin_back_off(spins);
+    return;
+  }
+  try {
+    ssd_->read(header.page_id, load.frame->data);
+  } catch (...) {
+    load.error = std::current_exception();
+  }
+}
+
+void BufferManager::finish_ssd_load(SsdLoad& load) {
+  FrameHeader& header = load.frame->header;
+  assert(load.mine && header.has(frame_flag::kLoading) && header.fix_count == 1);
+  --header.fix_count;
+  if (load.error == nullptr) {
+    // The bytes first: a reader that sees the page whole reads them (released, acquired).
+    load.frame->mark_all_resident();
+    header.clear(frame_flag::kLoading);
+    return;
+  }
+  // A failed read leaves no trace: the next reader of the page reads it again.
+  page_table_.erase(header.page_id);
+  header.clear(frame_flag::kLoading);
+  release_frame(&header);
+  std::rethrow_exception(load.error);
+}
+
+}  // namespace tristore

@@ -389,6 +389,7 @@ class BTreeTable final : public TableInterface<K, V> {
           if (changed) return *changed;
           if (tries > 0 || !transactions_.checkpoint_if_due()) break;
         }
+        if (std::exchange(page_missing_here(), false)) bring_path_in(key);
       }
     }
     const OperationLatch::Exclusive latched(transactions_.latch());
@@ -540,8 +541,30 @@ class BTreeTable final : public TableInterface<K, V> {
         txn.undo.resize(undo_steps);
         txn.undo_bytes.resize(undo_bytes);
       }
+      if constexpr (kBufferManaged) page_missing_here() = writes.page_missing();
       target.add_change_beside(true);
       return std::nullopt;
+    }
+  }
+  // Whether this thread's last change beside others stopped at a page not in DRAM.
+  static bool& page_missing_here() {
+    thread_local bool missing = false;
+    return missing;
+  }
+  // Before a change that found a page of its path missing runs again exclusively, the path
+  // is brought into DRAM as a reader outside transactions brings it: under the shared latch,
+  // its SSD reads beside other readers' (tiers/ssd_loads.cpp). The exclusive latch is then
+  // held for the change, not for the reads (unless the pages are evicted in between).
+  void bring_path_in(const K& key) {
+    if constexpr (kBufferManaged) {
+      try {
+        const OperationLatch::Shared latched(transactions_.latch());
+        ResidentReads reads(context_.inner());
+        BTree<K, V, ResidentReads> tree(reads, root_);
+        tree.lookup_part(key, 0, 0, nullptr);
+      } catch (const ResidentReads::NotResident&) {
+        // No frame free yet: the exclusive run loads the path itself.
+      }
     }
   }
   // Kept per thread: its buffers are reused from one change to the next.

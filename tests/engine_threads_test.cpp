@@ -599,7 +599,7 @@ TEST_P(Threads, ReadersBeyondDramMissSideBySideAndReadEveryRowRight) {
   const std::uint64_t seed = testing_support::test_seed();
   constexpr std::uint64_t kKeys = 20000;
   constexpr unsigned kReaders = 6;
-  // ssd-bm's misses read whole pages from SSD, one at a time: fewer of them.
+  // ssd-bm's misses read whole pages from SSD: fewer of them.
   const int reads = GetParam() == Architecture::kSsdBm ? 300 : 4000;
   auto db = open();
   auto rows = db->create_table<std::uint64_t, Row>("rows");
@@ -628,6 +628,40 @@ TEST_P(Threads, ReadersBeyondDramMissSideBySideAndReadEveryRowRight) {
   if (GetParam() == Architecture::kThreeTier) {
     EXPECT_GT(during.reader_appends, 100u);
   }
+}
+
+// A change outside transactions beside others (a thread not yet alone: the latch is new) that
+// finds its leaf missing from DRAM brings the path in as a reader does, under the shared latch
+// where its SSD reads run beside other readers' (reader_misses), and only then runs again
+// under the exclusive latch, which finds the path in DRAM.
+TEST_P(Threads, AChangeBesideOthersThatMissesAPageBringsItsPathInAsAReaderFirst) {
+  if (GetParam() == Architecture::kMainMemory || GetParam() == Architecture::kNvmDirect)
+    GTEST_SKIP() << "no buffer manager: every page is in place";
+  constexpr std::uint64_t kKeys = 20000;
+  auto db = open();
+  auto rows = db->create_table<std::uint64_t, Row>("rows");
+  rows.bulk_load(kKeys, [](std::size_t n, std::uint64_t& key, Row& row) {
+    key = n;
+    row = make_row(key, 7);
+  });
+  rows = Table<std::uint64_t, Row>(nullptr);
+  db.reset();
+  db = open(OpenMode::kOpenExisting);  // nothing of the table in DRAM
+  rows = db->open_table<std::uint64_t, Row>("rows");
+  // A first change learns the tree's height (a change beside others needs it) and brings the
+  // root in (on 3tier the root's lines it searched); the second's leaf is two leaves on, its
+  // search in the root over the same lines.
+  ASSERT_TRUE(rows.update(0, make_row(0, 8)));
+  const Counters before = db->counters();
+  constexpr std::uint64_t kKey = 250;
+  ASSERT_TRUE(rows.update(kKey, make_row(kKey, 8)));
+  const Counters during = db->counters() - before;
+  EXPECT_EQ(during.changes_retried, 1u) << "tried beside others, then run exclusively";
+  EXPECT_GE(during.reader_misses, 1u) << "the path brought in by the reader's misses";
+  Row row;
+  ASSERT_TRUE(rows.get(kKey, row));
+  EXPECT_EQ(row.version, 8u);
+  EXPECT_EQ(row.filler[13], kKey * 31 + 8);
 }
 
 // Scans in a transaction copy a few rows first, then twice as many each time, going on after

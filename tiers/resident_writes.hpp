@@ -117,9 +117,12 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
       frame = swip.frame<FrameHeader>();
     } else {
       frame = manager_.frame_in_dram(swip.page_id());
+      if (frame == nullptr) {
+        page_missing_ = true;
+        throw RetryExclusively{};
+      }
       // Swizzling writes the parent and the child's back-reference: the exclusive latch's.
-      if (frame == nullptr ||
-          manager_.would_swizzle(swip, frame, parent != nullptr ? parent->frame_ : nullptr))
+      if (manager_.would_swizzle(swip, frame, parent != nullptr ? parent->frame_ : nullptr))
         throw RetryExclusively{};
       ++page_table_lookups_;
     }
@@ -169,12 +172,15 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
 
   // A split, a merge or a new root: the exclusive latch's.
   [[noreturn]] void refuse_structure_change() { throw RetryExclusively{}; }
+  // Whether a page on the way was not in DRAM at all (the retry must load it first).
+  bool page_missing() const { return page_missing_; }
 
  private:
   BufferManager& manager_;
   std::uint64_t swizzled_hits_ = 0;
   std::uint64_t page_table_lookups_ = 0;
   std::uint64_t leaf_reads_retried_ = 0;
+  bool page_missing_ = false;
 };
 
 }  // namespace tristore

@@ -71,19 +71,23 @@ class BTreeTable final : public TableInterface<K, V> {
   // takes its lock before it writes, and no abort runs meanwhile, so a row read before its
   // changer's lock is still as committed (reading_row).
   bool get(TransactionState* txn, const K& key, V& out) override {
-    return reading(txn, kRestartable, [&](auto& tree) {
-      return reading_row(txn, key, [&] { return tree.lookup(key, out); });
-    });
+    return reading(
+        txn, kRestartable,
+        [&](auto& tree) { return reading_row(txn, key, [&] { return tree.lookup(key, out); }); },
+        &key);
   }
   bool get_part(TransactionState* txn, const K& key, std::size_t offset, std::size_t length,
                 void* out) override {
     check_part(offset, length);
-    return reading(txn, kRestartable, [&](auto& tree) {
-      return reading_row(txn, key, [&] {
-        return tree.lookup_part(key, static_cast<std::uint32_t>(offset),
-                                static_cast<std::uint32_t>(length), out);
-      });
-    });
+    return reading(
+        txn, kRestartable,
+        [&](auto& tree) {
+          return reading_row(txn, key, [&] {
+            return tree.lookup_part(key, static_cast<std::uint32_t>(offset),
+                                    static_cast<std::uint32_t>(length), out);
+          });
+        },
+        &key);
   }
   // Each row visited is locked (in a transaction) or checked as a get would be; with no row
   // locked anywhere the scan runs as it is. Rows inserted later into the range are not
@@ -273,24 +277,30 @@ class BTreeTable final : public TableInterface<K, V> {
   // reads hold it shared too. Where one thread at a time must charge nvm-direct's device
   // (beside_possible), every read there runs exclusively.
   static constexpr bool kRestartable = true;
+  // path_key: the key whose path a read in a transaction brings in (bring_path_in) before it
+  // runs exclusively, should a page on it be missing from DRAM.
   template <typename Body>
-  auto reading(TransactionState* txn, bool restartable, Body&& body) {
+  auto reading(TransactionState* txn, bool restartable, Body&& body, const K* path_key = nullptr) {
     // Reads outside transactions too, while changes run (shared holders would wait for
     // them). Not inside another call (a scan's visit function): that nests where it is.
     const OperationLatch& latch = transactions_.latch();
     // In a transaction of a thread alone, exclusive is cheaper (OperationLatch::alone_here).
     if (restartable && beside_possible() && !latch.held_here() &&
         (txn != nullptr ? !latch.alone_here() : latch.changes_inside())) {
+      BesideAccess reads(read_access(context_));
       try {
         const OperationLatch::Changes latched(transactions_.latch(),
                                               OperationLatch::Purpose::kRead);
-        BesideAccess reads(read_access(context_));
         BTree<K, V, BesideAccess> tree(reads, root_);
         auto result = body(tree);
         read_access(context_).add_change_beside(false);
         return result;
       } catch (const typename BesideAccess::RetryExclusively&) {
         read_access(context_).add_change_beside(true);
+      }
+      // Outside transactions the shared latch's reads below load it anyway.
+      if constexpr (kBufferManaged) {
+        if (txn != nullptr && path_key != nullptr && reads.page_missing()) bring_path_in(*path_key);
       }
     }
     if (txn == nullptr) {
@@ -337,16 +347,19 @@ class BTreeTable final : public TableInterface<K, V> {
       K fence = next;
       std::size_t copied;
       try {
-        copied = reading(txn, kRestartable, [&](auto& tree) {
-          std::optional<K> leaf_fence;
-          const std::size_t n =
-              tree.copy_leaf_from(next, wanted, batch, leaf_fence, [&](const K& key) {
-                if (!lock_row(txn, key, LockMode::kShared)) throw RowBusy{key};
-              });
-          more = leaf_fence.has_value();
-          if (more) fence = *leaf_fence;
-          return n;
-        });
+        copied = reading(
+            txn, kRestartable,
+            [&](auto& tree) {
+              std::optional<K> leaf_fence;
+              const std::size_t n =
+                  tree.copy_leaf_from(next, wanted, batch, leaf_fence, [&](const K& key) {
+                    if (!lock_row(txn, key, LockMode::kShared)) throw RowBusy{key};
+                  });
+              more = leaf_fence.has_value();
+              if (more) fence = *leaf_fence;
+              return n;
+            },
+            &next);
       } catch (const RowBusy& busy) {
         transactions_.locks().wait_while_brief(row_lock_name(busy.key));  // then copy again
         continue;

@@ -3,7 +3,7 @@
 
   scaling_plot.py RESULTS_DIR NAME
 
-Results are named PANEL_ARCH_tTHREADS.json; PANEL (ycsb-dram, ycsb-nvm, ycsb-rw, tpcc) picks the
+Results are named PANEL_ARCH_tTHREADS.json; PANEL (ycsb-dram, ycsb-nvm, ycsb-ssd, ycsb-rw, tpcc) picks the
 panel.
 The two-thread points are labelled with their speed-up over the one-thread run.
 Writes results/plots/NAME.png.
@@ -16,6 +16,7 @@ import tristore_results as tr
 PANELS = {
     "ycsb-dram": "YCSB-RO, data in DRAM",
     "ycsb-nvm": "YCSB-RO, data beyond DRAM",
+    "ycsb-ssd": "YCSB-RO uniform, beyond NVM",
     "ycsb-rw": "YCSB-RW 50 % updates",
     "tpcc": "TPC-C",
 }

@@ -2,10 +2,12 @@
 # Scaling with worker threads (--threads 1, 2, 4 on the 2-core machine; 4 oversubscribes):
 #   ycsb-dram  YCSB-RO, ~100 MiB of data in DRAM 512 MiB: reads run side by side
 #   ycsb-nvm   YCSB-RO, ~400 MiB of data, DRAM 64 MiB, NVM 1 GiB: most reads load lines
+#   ycsb-ssd   YCSB-RO, uniform keys, ~160 MiB of data, DRAM 32 MiB (3tier: NVM 48 MiB): most
+#              reads read a page from SSD, side by side (tiers/ssd_loads.cpp)
 #   ycsb-rw    YCSB with 50 % updates outside transactions (each durable), data in DRAM
 #   tpcc       TPC-C, 2 warehouses in DRAM, a terminal per thread at home in its warehouse
 # No NVM latency injected (with it, nvm-direct runs one thread at a time). Writes
-# results/threads/*.json and results/plots/threads.png. ~8 min.
+# results/threads/*.json and results/plots/threads.png. ~10 min.
 source "$(dirname "$0")/lib.sh"
 threads_list=${THREADS:-"1 2 4"}
 
@@ -19,6 +21,10 @@ for threads in $threads_list; do
   for arch in 3tier basic-nvm nvm-direct; do
     run "ycsb-nvm_${arch}_t${threads}" --arch "$arch" --threads "$threads" --workload ycsb-ro \
       --records "$(ycsb_records 400)" --dram 64MiB --nvm 1GiB --ssd 1GiB "$@"
+  done
+  for arch in 3tier ssd-bm; do
+    run "ycsb-ssd_${arch}_t${threads}" --arch "$arch" --threads "$threads" --workload ycsb-ro \
+      --distribution uniform --records "$(ycsb_records 160)" --dram 32MiB --nvm 48MiB --ssd 1GiB "$@"
   done
   for arch in main-memory 3tier nvm-direct; do
     run "ycsb-rw_${arch}_t${threads}" --arch "$arch" --threads "$threads" --workload ycsb-rw \

@@ -10,7 +10,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <random>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -21,6 +20,7 @@
 #include "engine/operation_latch.hpp"
 #include "tests/test_support.hpp"
 #include "tests/tiers_pattern_pages.hpp"
+#include "tests/tiers_pattern_readers.hpp"
 #include "tests/tiers_test_support.hpp"
 #include "tiers/buffer_manager.hpp"
 #include "tiers/retired_frames.hpp"
@@ -314,44 +314,9 @@ TEST(TiersResidentReads, ThreadsMissingBesideEachOtherReadTheRightBytes) {
   constexpr std::size_t kPages = 120;
   const std::vector<Swip> pages = pages_in_nvm(bm, kPages);
   std::vector<Swip> roots = pages;
-  constexpr int kThreads = 6, kReads = 3000;
-  std::vector<int> wrong(kThreads, 0), retried(kThreads, 0);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t)
-    threads.emplace_back([&, t] {
-      std::mt19937_64 random(seed + static_cast<std::uint64_t>(t));
-      for (int i = 0; i < kReads; ++i) {
-        const std::size_t p = random() % kPages;
-        const bool whole = random() % 16 == 0;
-        const auto at = static_cast<std::uint32_t>(kPageHeaderSize +
-                                                   random() % (kPageSize - kPageHeaderSize - 64));
-        auto check = [&](auto& page) {
-          if (whole) return page.whole_page()[at] != pattern(at, p);
-          const std::byte* bytes = page.read(at, 64);
-          for (std::size_t b = 0; b < 64; ++b)
-            if (bytes[b] != pattern(at + b, p)) return true;
-          return false;
-        };
-        try {
-          const OperationLatch::Shared shared(latch);
-          ResidentReads reads(bm);
-          ResidentReads::Guard page = reads.fix(roots[p], nullptr);
-          wrong[t] += check(page);
-          continue;
-        } catch (const ResidentReads::NotResident&) {
-          ++retried[t];
-        }
-        const OperationLatch::Exclusive exclusive(latch, OperationLatch::Purpose::kRead);
-        Guard page = bm.fix(roots[p], nullptr);
-        wrong[t] += check(page);
-      }
-    });
-  for (std::thread& thread : threads) thread.join();
-  int retries = 0;
-  for (int t = 0; t < kThreads; ++t) {
-    EXPECT_EQ(wrong[t], 0) << "thread " << t;
-    retries += retried[t];
-  }
+  const int retries = testing::read_pattern_pages_side_by_side(bm, latch, roots, /*threads=*/6,
+                                                               /*reads=*/3000, seed,
+                                                               /*whole_one_in=*/16);
   const Counters counters = bm.counters();
   EXPECT_EQ(counters.reader_retries, static_cast<std::uint64_t>(retries));
   EXPECT_GT(counters.reader_misses, 1000u);

@@ -9,7 +9,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <random>
 #include <thread>
 #include <vector>
 
@@ -18,6 +17,7 @@
 #include "engine/operation_latch.hpp"
 #include "tests/test_support.hpp"
 #include "tests/tiers_pattern_pages.hpp"
+#include "tests/tiers_pattern_readers.hpp"
 #include "tests/tiers_test_support.hpp"
 #include "tiers/buffer_manager.hpp"
 #include "tiers/resident_reads.hpp"
@@ -207,34 +207,8 @@ TEST_P(TiersSsdLoadsThreads, ThreadsMissingToSsdReadTheRightBytes) {
   bm.share_with(&latch.readers());
   constexpr std::size_t kPages = 120;
   std::vector<Swip> pages = pattern_pages_written_down(bm, kPages);
-  constexpr int kThreads = 6, kReads = 1500;
-  std::vector<int> wrong(kThreads, 0), retried(kThreads, 0);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t)
-    threads.emplace_back([&, t] {
-      std::mt19937_64 random(seed + static_cast<std::uint64_t>(t));
-      for (int i = 0; i < kReads; ++i) {
-        const std::size_t p = random() % kPages;
-        const auto at = static_cast<std::uint32_t>(kPageHeaderSize +
-                                                   random() % (kPageSize - kPageHeaderSize - 64));
-        try {
-          wrong[t] += !read_right(bm, latch, pages[p], p, at);
-          continue;
-        } catch (const ResidentReads::NotResident&) {
-          ++retried[t];
-        }
-        const OperationLatch::Exclusive exclusive(latch, OperationLatch::Purpose::kRead);
-        Guard page = bm.fix(pages[p], nullptr);
-        const std::byte* bytes = page.read(at, 64);
-        for (std::size_t b = 0; b < 64; ++b) wrong[t] += bytes[b] != pattern(at + b, p);
-      }
-    });
-  for (std::thread& thread : threads) thread.join();
-  int retries = 0;
-  for (int t = 0; t < kThreads; ++t) {
-    EXPECT_EQ(wrong[t], 0) << "thread " << t;
-    retries += retried[t];
-  }
+  const int retries = testing::read_pattern_pages_side_by_side(bm, latch, pages, /*threads=*/6,
+                                                               /*reads=*/1500, seed);
   const Counters counters = bm.counters();
   EXPECT_EQ(counters.reader_retries, static_cast<std::uint64_t>(retries));
   EXPECT_GT(counters.ssd_pages_read, 1000u);

@@ -395,14 +395,16 @@ class BTreeTable final : public TableInterface<K, V> {
     if constexpr (kChangesBeside) {
       if (beside && (!kLogged || transactions_.durable()) && beside_possible() &&
           !transactions_.latch().held_here() && !transactions_.latch().alone_here()) {
+        bool page_missing = false;  // the last try stopped at a page not in DRAM
         // Once more after a checkpoint beside changes, if that was what it needed.
         for (int tries = 0; tries < 2; ++tries) {
-          const std::optional<bool> changed =
-              txn != nullptr ? changing_beside(*txn, key, body) : autocommitting_beside(key, body);
+          const std::optional<bool> changed = txn != nullptr
+                                                  ? changing_beside(*txn, key, body, page_missing)
+                                                  : autocommitting_beside(key, body, page_missing);
           if (changed) return *changed;
           if (tries > 0 || !transactions_.checkpoint_if_due()) break;
         }
-        if (std::exchange(page_missing_here(), false)) bring_path_in(key);
+        if (page_missing) bring_path_in(key);
       }
     }
     const OperationLatch::Exclusive latched(transactions_.latch());
@@ -459,11 +461,12 @@ class BTreeTable final : public TableInterface<K, V> {
   // in DRAM, logged through this thread's own operation log. Nothing when the change needs
   // more (a split or merge; on the buffer manager a miss, a checkpoint to make log room, a
   // root moved since its height was known): then it has changed nothing, and the caller runs
-  // it exclusively.
+  // it exclusively; page_missing says whether it stopped at a page not in DRAM at all.
   template <typename Body>
-  std::optional<bool> changing_beside(TransactionState& txn, const K& key, Body& body) {
+  std::optional<bool> changing_beside(TransactionState& txn, const K& key, Body& body,
+                                      bool& page_missing) {
     const OperationLatch::Changes latched(transactions_.latch());
-    return change_beside(txn, key, !kBrief, body);
+    return change_beside(txn, key, !kBrief, body, page_missing);
   }
 
   // A change outside any transaction beside others: a single-operation transaction of this
@@ -471,7 +474,7 @@ class BTreeTable final : public TableInterface<K, V> {
   // whose commit is durable before the latch is let go. A failure in the middle of the change
   // is undone under the exclusive latch, as the exclusive path undoes its own.
   template <typename Body>
-  std::optional<bool> autocommitting_beside(const K& key, Body& body) {
+  std::optional<bool> autocommitting_beside(const K& key, Body& body, bool& page_missing) {
     TransactionState* failed = nullptr;
     std::exception_ptr failure;
     {
@@ -479,7 +482,7 @@ class BTreeTable final : public TableInterface<K, V> {
       TransactionState& single = transactions_.begin_brief();
       std::optional<bool> changed;
       try {
-        changed = change_beside(single, key, kBrief, body);
+        changed = change_beside(single, key, kBrief, body, page_missing);
       } catch (const LockConflict&) {
         transactions_.end_brief(single);  // a transaction holds the row: nothing changed
         throw;
@@ -515,7 +518,8 @@ class BTreeTable final : public TableInterface<K, V> {
   // single-operation one of begin_brief.
   static constexpr bool kBrief = true;
   template <typename Body>
-  std::optional<bool> change_beside(TransactionState& txn, const K& key, bool brief, Body& body) {
+  std::optional<bool> change_beside(TransactionState& txn, const K& key, bool brief, Body& body,
+                                    bool& page_missing) {
     auto& target = read_access(context_);
     if constexpr (kLogged) {
       if (height_->root != root_page_id()) {
@@ -554,15 +558,10 @@ class BTreeTable final : public TableInterface<K, V> {
         txn.undo.resize(undo_steps);
         txn.undo_bytes.resize(undo_bytes);
       }
-      if constexpr (kBufferManaged) page_missing_here() = writes.page_missing();
+      if constexpr (kBufferManaged) page_missing = writes.page_missing();
       target.add_change_beside(true);
       return std::nullopt;
     }
-  }
-  // Whether this thread's last change beside others stopped at a page not in DRAM.
-  static bool& page_missing_here() {
-    thread_local bool missing = false;
-    return missing;
   }
   // Before a change that found a page of its path missing runs again exclusively, the path
   // is brought into DRAM as a reader outside transactions brings it: under the shared latch,

@@ -825,8 +825,11 @@ TEST(ThreadsLockTable, AWaitForABriefLockOutsideTheLatchKeepsClearOfTheExclusive
   // The same partition (bits 26 up) and home slot (low bits): the holder's rows fill the
   // slots that a look for `waited` probes.
   const LockName waited = (LockName{8} << 32) | 5;
-  std::atomic<bool> done{false};
+  std::atomic<bool> looking{false}, done{false};
   std::thread holder([&] {
+    // Not before the other thread looks: on a busy machine it might otherwise start after the
+    // holder is done.
+    while (!looking.load()) std::this_thread::yield();
     TransactionState txn;
     for (TxnId id = 1; id <= 3000; ++id) {
       txn.reset(id);
@@ -837,7 +840,10 @@ TEST(ThreadsLockTable, AWaitForABriefLockOutsideTheLatchKeepsClearOfTheExclusive
     done.store(true);
   });
   std::uint64_t looks = 0;
-  for (; !done.load(); ++looks) locks.wait_while_brief(waited);
+  for (; !done.load(); ++looks) {
+    locks.wait_while_brief(waited);
+    looking.store(true);
+  }
   holder.join();
   EXPECT_GT(looks, 0u);
   EXPECT_EQ(locks.locked_rows(), 0u);

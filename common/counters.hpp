@@ -14,9 +14,11 @@ namespace tristore {
   X(nvm_double_write_lines_written) /* of those, staged in the double-write area */            \
   X(ssd_pages_read)                                                                            \
   X(ssd_pages_written)                                                                         \
-  X(ssd_syncs)          /* SSD file syncs (the writes before one are durable) */               \
-  X(page_table_lookups) /* fixes that went through the combined page table */                  \
-  X(swizzled_hits)      /* fixes served by a swizzled swip: no lookup */                       \
+  X(ssd_syncs)              /* SSD file syncs (the writes before one are durable) */           \
+  X(ssd_reads_queued)       /* SSD page reads served by a write still queued behind */         \
+  X(ssd_write_behind_waits) /* writes behind that waited for a free buffer */                  \
+  X(page_table_lookups)     /* fixes that went through the combined page table */              \
+  X(swizzled_hits)          /* fixes served by a swizzled swip: no lookup */                   \
   X(mini_pages_created)                                                                        \
   X(mini_page_promotions)                                                                      \
   X(mini_page_copies)      /* mini pages replaced by a larger copy, readers beside */          \

@@ -18,6 +18,7 @@
 #include "ssd/ssd_crash_simulator.hpp"
 #include "ssd/ssd_layout.hpp"
 #include "ssd/superblock.hpp"
+#include "ssd/write_behind_queue.hpp"
 
 namespace tristore {
 
@@ -57,9 +58,32 @@ struct SsdPageFile::State {
   AllocationBitmap bitmap;
   bool bitmap_dirty = false;
   Counters counters;
+  // Last: destroyed first, it writes what is queued through `file`.
+  std::unique_ptr<WriteBehindQueue> write_behind;
 
   State(const SsdOptions& options, DirectFile file, const SsdLayout& layout)
-      : options(options), file(std::move(file)), layout(layout), bitmap(layout.page_capacity) {}
+      : options(options), file(std::move(file)), layout(layout), bitmap(layout.page_capacity) {
+    if (options.write_behind_pages != 0)
+      write_behind = std::make_unique<WriteBehindQueue>(
+          options.write_behind_pages, options.write_behind_threads,
+          [this](PageId id, const std::byte* page) { write_stamped(id, page); });
+  }
+
+  // `page`'s bytes with the header naming `id` and carrying the checksum.
+  static void stamp(PageId id, const std::byte* page, std::byte* stamped) {
+    std::memcpy(stamped, page, kPageSize);
+    PageHeader header;
+    std::memcpy(&header, stamped, sizeof(header));
+    header.page_id = id;
+    header.checksum = 0;
+    std::memcpy(stamped, &header, sizeof(header));
+    header.checksum = page_checksum(stamped);
+    std::memcpy(stamped, &header, sizeof(header));
+  }
+  void write_stamped(PageId id, const std::byte* stamped) {
+    file.write_exact(layout.page_offset(id), stamped, kPageSize);
+    wait_ns(options.write_latency_ns);
+  }
 
   [[noreturn]] void fail_range(const char* operation, PageId id) const {
     fail("{} of SSD page {} out of range: {} holds {} pages", operation, id, options.path,
@@ -296,6 +320,10 @@ void SsdPageFile::read(PageId id, std::byte* page) {
   state.check_allocated("read", id);
   if (state.options.before_read) [[unlikely]]
     state.options.before_read(id);
+  if (state.write_behind != nullptr && state.write_behind->copy_if_queued(id, page)) {
+    count(state.counters.ssd_reads_queued);
+    return;
+  }
   std::byte* target = is_direct_io_aligned(page) ? page : scratch_page();
   state.file.read_exact(state.layout.page_offset(id), target, kPageSize);
   wait_ns(state.options.read_latency_ns);
@@ -312,24 +340,30 @@ void SsdPageFile::write(PageId id, const std::byte* page) {
   if (page == nullptr) [[unlikely]]
     fail("write of SSD page {} from a null buffer", id);
   state.check_allocated("write", id);
+  if (state.write_behind != nullptr) state.write_behind->wait_until_written(id);
   std::byte* stamped = scratch_page();
-  std::memcpy(stamped, page, kPageSize);
-  PageHeader header;
-  std::memcpy(&header, stamped, sizeof(header));
-  header.page_id = id;
-  header.checksum = 0;
-  std::memcpy(stamped, &header, sizeof(header));
-  header.checksum = page_checksum(stamped);
-  std::memcpy(stamped, &header, sizeof(header));
-  state.file.write_exact(state.layout.page_offset(id), stamped, kPageSize);
-  wait_ns(state.options.write_latency_ns);
+  State::stamp(id, page, stamped);
+  state.write_stamped(id, stamped);
   count(state.counters.ssd_pages_written);
+}
+
+void SsdPageFile::write_behind(PageId id, const std::byte* page) {
+  State& state = *state_;
+  if (state.write_behind == nullptr) return write(id, page);
+  if (page == nullptr) [[unlikely]]
+    fail("write of SSD page {} from a null buffer", id);
+  state.check_allocated("write", id);
+  const bool waited =
+      state.write_behind->push(id, [&](std::byte* stamped) { State::stamp(id, page, stamped); });
+  count(state.counters.ssd_pages_written);
+  if (waited) count(state.counters.ssd_write_behind_waits);
 }
 
 void SsdPageFile::sync() {
   // A new generation only when the bitmap or the metadata changed; it makes the data pages
   // durable before its superblock, so a superblock never vouches for pages still in flight.
   State& state = *state_;
+  if (state.write_behind != nullptr) state.write_behind->drain();
   count(state.counters.ssd_syncs);
   bool metadata_changed =
       std::memcmp(state.superblock.metadata, state.persisted_superblock.metadata,

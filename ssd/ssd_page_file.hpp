@@ -11,9 +11,9 @@
 // between leaves the previous generation intact (shadow copies; no torn superblock).
 //
 // Thread safety: read() and write() of distinct pages may run concurrently with each other and
-// with allocate()/free(); sync() and metadata() need the caller to hold off writers of metadata.
-// Allocation becomes durable at sync(). A page's content is undefined between allocate() and its
-// first write().
+// with allocate()/free(), and so may write_behind(); sync() and metadata() need the caller to hold
+// off writers of metadata. Allocation becomes durable at sync(). A page's content is undefined
+// between allocate() and its first write().
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -40,6 +40,10 @@ struct SsdOptions {
   std::string architecture;  // create: recorded in the superblock; open: must match (empty: any)
   std::uint32_t read_latency_ns = 0, write_latency_ns = 0;  // extra busy-wait per page I/O
   bool crash_simulation = false;  // tests: a disk with a volatile write cache (crash_simulator())
+  // Page buffers of write_behind (ssd/write_behind_queue.hpp), apart from any DRAM budget;
+  // 0: write_behind writes at once, as write does.
+  std::size_t write_behind_pages = 64;
+  std::size_t write_behind_threads = 4;  // writes in flight at once
   // Tests: runs on the reading thread before each page read (to hold reads in flight, or to
   // fail one by throwing).
   std::function<void(PageId)> before_read = {};
@@ -84,8 +88,14 @@ class SsdPageFile {
   // `page` zeroed.
   void read(PageId id, std::byte* page);
   // Writes a copy of `page` whose PageHeader carries `id` and the checksum; `page` is unchanged.
+  // After a write_behind of the same page, once that one is written.
   void write(PageId id, const std::byte* page);
-  // fdatasync the data, then persist the allocation bitmap and the superblock (with metadata).
+  // The same write, but it returns once the stamped copy is queued: a thread of the file's
+  // writes it, in order. Meanwhile read() gives the copy, and sync() waits for it. Error once
+  // an earlier write behind failed.
+  void write_behind(PageId id, const std::byte* page);
+  // Waits for the writes behind, then fdatasync the data, then persists the allocation bitmap
+  // and the superblock (with metadata).
   void sync();
 
   // Engine metadata, persisted by sync().

@@ -12,21 +12,10 @@
 #include "tests/test_support.hpp"
 
 using namespace tristore;
+using testing_support::error_of;
 using testing_support::TempDir;
 
-namespace {
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "(no error)";
-}
-
-}  // namespace
+namespace {}  // namespace
 
 TEST(SsdDirectFile, AlignedBlocksRoundTrip) {
   TempDir dir;

@@ -17,6 +17,7 @@
 #include "tests/test_support.hpp"
 
 using namespace tristore;
+using testing_support::error_of;
 using testing_support::TempDir;
 
 namespace {
@@ -47,16 +48,6 @@ std::vector<std::byte> stamped(std::vector<std::byte> page, PageId id) {
   header.checksum = page_checksum(page.data());
   std::memcpy(page.data(), &header, sizeof(header));
   return page;
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "(no error)";
 }
 
 }  // namespace

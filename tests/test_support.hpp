@@ -16,6 +16,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/error.hpp"
+
 namespace tristore::testing_support {
 
 // Where test files go: NVM files on tmpfs (mapped like DRAM-backed NVM), SSD files on a disk
@@ -115,6 +117,17 @@ inline std::uint64_t test_seed(std::uint64_t fallback) {
 inline int soak_iterations(int otherwise = 1) {
   const char* soak = std::getenv("TRISTORE_SOAK_ITERATIONS");
   return soak != nullptr ? std::max(1, std::atoi(soak)) : otherwise;
+}
+
+// The message of the Error `f` throws, or "(no error)".
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "(no error)";
 }
 
 }  // namespace tristore::testing_support

@@ -9,7 +9,7 @@
 //   (2) NVM -> DRAM: into a mini page (or an empty full frame), lines loaded on demand.
 //   (3) DRAM eviction: clock over slabs of frames; NVM-backed pages write back dirty lines only.
 //   (4) -> NVM: admitted (admission set hit, or NVM still has free slots).
-//   (5) -> SSD: admission denied; written only if dirty.
+//   (5) -> SSD: admission denied; written only if dirty, behind the evicting thread.
 //   (6) NVM eviction: clock over slots; written to SSD only if dirty relative to SSD.
 //
 // Its definitions are split by concept: buffer_manager.cpp (construction, fixing pages,
@@ -308,7 +308,9 @@ class BufferManager {
   void evict_unbacked(FullFrame* frame);
   // A page never NVM-backed into a free NVM slot (its header last); null if none is free.
   std::byte* admit_to_nvm(PageId page_id, const std::byte* page, bool dirty_vs_ssd);
-  // A whole page to SSD, staged first; and the SSD sync that lets the staged copies go.
+  // A whole page to SSD, staged first, then queued: the SSD file's writer threads write it
+  // (SsdPageFile::write_behind). And the SSD sync that waits for them and lets the staged
+  // copies go.
   void write_to_ssd(PageId page_id, const std::byte* page);
   void sync_ssd();
   bool should_admit(PageId page_id);

@@ -183,7 +183,7 @@ const std::byte* BufferManager::unswizzled_lines(const FullFrame* frame, std::si
 void BufferManager::write_to_ssd(PageId page_id, const std::byte* page) {
   if (options_.double_write != nullptr)
     options_.double_write->stage_ssd_page(page_id, page_lsn(page), page);
-  ssd_->write(page_id, page);
+  ssd_->write_behind(page_id, page);
 }
 
 void BufferManager::sync_ssd() {

@@ -71,8 +71,9 @@ std::size_t BufferManager::evict_nvm_pages(std::size_t count) {
     }
     victims.push_back(slot_id);
   }
-  // 2. The pages SSD lacks go there, made durable by one sync before any slot is freed: an
-  //    NVM copy may hold changes older than the last checkpoint, which the log no longer has.
+  // 2. The pages SSD lacks go there (side by side, behind this thread), made durable by one
+  //    sync before any slot is freed: an NVM copy may hold changes older than the last
+  //    checkpoint, which the log no longer has.
   bool wrote = false;
   for (const SlotId slot_id : victims) {
     const NvmSlotHeader& header = nvm_->header(slot_id);
@@ -80,7 +81,7 @@ std::size_t BufferManager::evict_nvm_pages(std::size_t count) {
     // Checked first: SSD would give a corrupt page a checksum of its own.
     if (!nvm_->content_checked(slot_id)) nvm_->check_content(slot_id);
     nvm_device_->charge_read(nvm_->slot(slot_id), kPageSize);
-    ssd_->write(header.page_id, nvm_->slot(slot_id));
+    ssd_->write_behind(header.page_id, nvm_->slot(slot_id));
     wrote = true;
   }
   if (wrote) sync_ssd();

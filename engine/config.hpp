@@ -49,6 +49,11 @@ struct Config {
   // Not in the paper: while NVM has free slots, a page evicted from DRAM goes there without
   // asking the admission set (saves SSD writes during warm-up; docs/design.md section 3).
   bool admit_while_nvm_has_free_slots = true;
+  // SSD page writes of evictions and checkpoints queued behind the engine, written by the SSD
+  // file's own threads (ssd/write_behind_queue.hpp); 0: each is written before the caller goes
+  // on, as in the paper. At most kMaxSsdWriteBehindPages.
+  std::uint32_t ssd_write_behind_pages = 64;
+  static constexpr std::uint32_t kMaxSsdWriteBehindPages = 4096;
   bool cache_line_grained = true;  // 3tier switches (paper Figure 10)
   bool mini_pages = true;
   bool swizzling = true;

@@ -154,6 +154,9 @@ std::unique_ptr<NvmTier> open_log_tier(const Config& config, bool create) {
 
 std::unique_ptr<SsdPageFile> open_ssd_file(const Config& config, bool create,
                                            std::uint64_t database_id, NvmTier* witness) {
+  if (config.ssd_write_behind_pages > Config::kMaxSsdWriteBehindPages)
+    fail("ssd_write_behind_pages {}: at most {} pages", config.ssd_write_behind_pages,
+         Config::kMaxSsdWriteBehindPages);
   std::string path = effective_ssd_path(config);
   require_directory(path, "SSD");
   SsdOptions options;
@@ -163,6 +166,7 @@ std::unique_ptr<SsdPageFile> open_ssd_file(const Config& config, bool create,
   options.database_id = database_id;
   options.architecture = architecture_name(config.architecture);
   options.crash_simulation = config.ssd_crash_simulation;
+  options.write_behind_pages = config.ssd_write_behind_pages;
   if (witness != nullptr) {
     if (!create) options.durable_generation = read_ssd_generation_witness(*witness);
     options.on_generation_durable = [witness](std::uint64_t generation) {

@@ -137,6 +137,7 @@ TEST(WorkloadsBenchFlags, MicroAndTpccAreSelectable) {
 TEST(WorkloadsBenchFlags, ImpossibleSettingsAreOneLineErrors) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--threads", "300"}, "--threads"},
+      {{"--ssd-write-behind", "5000"}, "--ssd-write-behind 5000: at most 4096"},
       {{"--dram", "0"}, "--dram"},
       {{"--arch", "main-memory", "--dram", "0"}, "--dram"},
       {{"--arch", "basic-nvm", "--nvm", "0"}, "--nvm"},
@@ -175,6 +176,7 @@ TEST(WorkloadsBenchFlags, NegativeNumbersForUnsignedFlagsAreErrorsThatSaySo) {
       {"--nvm-read-ns", "non-negative"},
       {"--nvm-write-ns", "non-negative"},
       {"--admission-set", "non-negative"},
+      {"--ssd-write-behind", "non-negative"},
       {"--seed", "non-negative"},
   };
   for (const auto& [flag, kind] : flags) {

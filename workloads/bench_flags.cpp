@@ -74,6 +74,9 @@ BenchFlags::BenchFlags(CLI::App& app) {
   app.add_option("--admit-while-free", o.config.admit_while_nvm_has_free_slots,
                  "3tier: admit DRAM evictions to NVM while it has free slots (not in the paper)")
       ->capture_default_str();
+  add_unsigned(app, "--ssd-write-behind", o.config.ssd_write_behind_pages,
+               "SSD page writes queued behind the engine (0: each written before it goes on)",
+               kNonNegative);
   app.add_flag("--nvm-weak-durability", o.config.nvm_weak_durability,
                "NVM file neither DAX nor tmpfs: cache-line flushes only, no msync");
   app.add_option("--distribution", distribution_, "YCSB keys: zipf|uniform|scrambled-zipf")

@@ -57,6 +57,9 @@ void validate(const BenchOptions& options) {
 
   // 1. What the driver supports.
   if (options.threads > 256) fail("--threads {}: at most 256", options.threads);
+  if (options.config.ssd_write_behind_pages > Config::kMaxSsdWriteBehindPages)
+    fail("--ssd-write-behind {}: at most {} pages", options.config.ssd_write_behind_pages,
+         Config::kMaxSsdWriteBehindPages);
   if (!(options.seconds > 0) || !std::isfinite(options.seconds))
     fail("--seconds must be a positive number of seconds, not {}", options.seconds);
   if (!(options.warmup_seconds >= 0) || !std::isfinite(options.warmup_seconds))

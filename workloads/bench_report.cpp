@@ -78,6 +78,7 @@ nlohmann::json config_json(const BenchOptions& options) {
       {"admission_set_size", config.admission_set_size},
       {"checkpoint_interval_bytes", config.checkpoint_interval_bytes},
       {"admit_while_free", config.admit_while_nvm_has_free_slots},
+      {"ssd_write_behind_pages", config.ssd_write_behind_pages},
       {"nvm_weak_durability", config.nvm_weak_durability},
       {"nvm_wear_counting", config.nvm_wear_counting},
       {"threads", options.threads},

@@ -105,6 +105,14 @@ class BTree {
     }
   }
 
+  // Reads the leaf `key` belongs in whole, and the path to it: through an access that loads
+  // what is missing (tiers/resident_reads.hpp), a change that comes next finds them in DRAM.
+  void read_leaf_whole(const K& key) {
+    std::uint32_t count;
+    Guard leaf = find_leaf(key, count);
+    leaf.whole_page();
+  }
+
   bool update(const K& key, const V& value) { return update_part(key, 0, sizeof(V), &value); }
 
   // Overwrites value bytes [offset, offset + length) of `key`; only they become dirty.

@@ -277,8 +277,8 @@ class BTreeTable final : public TableInterface<K, V> {
   // reads hold it shared too. Where one thread at a time must charge nvm-direct's device
   // (beside_possible), every read there runs exclusively.
   static constexpr bool kRestartable = true;
-  // path_key: the key whose path a read in a transaction brings in (bring_path_in) before it
-  // runs exclusively, should a page on it be missing from DRAM.
+  // path_key: the key whose path a read in a transaction brings in (bring_path_in) and tries
+  // beside once more, should it stop at a page or line not in DRAM.
   template <typename Body>
   auto reading(TransactionState* txn, bool restartable, Body&& body, const K* path_key = nullptr) {
     // Reads outside transactions too, while changes run (shared holders would wait for
@@ -287,20 +287,27 @@ class BTreeTable final : public TableInterface<K, V> {
     // In a transaction of a thread alone, exclusive is cheaper (OperationLatch::alone_here).
     if (restartable && beside_possible() && !latch.held_here() &&
         (txn != nullptr ? !latch.alone_here() : latch.changes_inside())) {
-      BesideAccess reads(read_access(context_));
-      try {
-        const OperationLatch::Changes latched(transactions_.latch(),
-                                              OperationLatch::Purpose::kRead);
-        BTree<K, V, BesideAccess> tree(reads, root_);
-        auto result = body(tree);
-        read_access(context_).add_change_beside(false);
-        return result;
-      } catch (const typename BesideAccess::RetryExclusively&) {
-        read_access(context_).add_change_beside(true);
-      }
-      // Outside transactions the shared latch's reads below load it anyway.
-      if constexpr (kBufferManaged) {
-        if (txn != nullptr && path_key != nullptr && reads.page_missing()) bring_path_in(*path_key);
+      for (bool brought_in = false;;) {
+        BesideAccess reads(read_access(context_));
+        try {
+          const OperationLatch::Changes latched(transactions_.latch(),
+                                                OperationLatch::Purpose::kRead);
+          BTree<K, V, BesideAccess> tree(reads, root_);
+          auto result = body(tree);
+          read_access(context_).add_change_beside(false);
+          return result;
+        } catch (const typename BesideAccess::RetryExclusively&) {
+          read_access(context_).add_change_beside(true);
+        }
+        // Outside transactions the shared latch's reads below load it anyway.
+        if constexpr (kBufferManaged) {
+          if (txn != nullptr && path_key != nullptr && reads.needs_loading() && !brought_in &&
+              bring_path_in(*path_key)) {
+            brought_in = true;
+            continue;
+          }
+        }
+        break;
       }
     }
     if (txn == nullptr) {
@@ -395,16 +402,21 @@ class BTreeTable final : public TableInterface<K, V> {
     if constexpr (kChangesBeside) {
       if (beside && (!kLogged || transactions_.durable()) && beside_possible() &&
           !transactions_.latch().held_here() && !transactions_.latch().alone_here()) {
-        bool page_missing = false;  // the last try stopped at a page not in DRAM
-        // Once more after a checkpoint beside changes, if that was what it needed.
-        for (int tries = 0; tries < 2; ++tries) {
+        // Once more after the path is loaded as a reader would, or after a checkpoint beside
+        // changes, if that was what it needed.
+        for (bool brought_in = false, checkpointed = false;;) {
+          bool needs_loading = false;  // the try stopped at a page or line not in DRAM
           const std::optional<bool> changed = txn != nullptr
-                                                  ? changing_beside(*txn, key, body, page_missing)
-                                                  : autocommitting_beside(key, body, page_missing);
+                                                  ? changing_beside(*txn, key, body, needs_loading)
+                                                  : autocommitting_beside(key, body, needs_loading);
           if (changed) return *changed;
-          if (tries > 0 || !transactions_.checkpoint_if_due()) break;
+          if (needs_loading && !brought_in && bring_path_in(key)) {
+            brought_in = true;
+            continue;
+          }
+          if (checkpointed || !transactions_.checkpoint_if_due()) break;
+          checkpointed = true;
         }
-        if (page_missing) bring_path_in(key);
       }
     }
     const OperationLatch::Exclusive latched(transactions_.latch());
@@ -461,12 +473,12 @@ class BTreeTable final : public TableInterface<K, V> {
   // in DRAM, logged through this thread's own operation log. Nothing when the change needs
   // more (a split or merge; on the buffer manager a miss, a checkpoint to make log room, a
   // root moved since its height was known): then it has changed nothing, and the caller runs
-  // it exclusively; page_missing says whether it stopped at a page not in DRAM at all.
+  // it exclusively; needs_loading says whether it stopped at a page or line not in DRAM.
   template <typename Body>
   std::optional<bool> changing_beside(TransactionState& txn, const K& key, Body& body,
-                                      bool& page_missing) {
+                                      bool& needs_loading) {
     const OperationLatch::Changes latched(transactions_.latch());
-    return change_beside(txn, key, !kBrief, body, page_missing);
+    return change_beside(txn, key, !kBrief, body, needs_loading);
   }
 
   // A change outside any transaction beside others: a single-operation transaction of this
@@ -474,7 +486,7 @@ class BTreeTable final : public TableInterface<K, V> {
   // whose commit is durable before the latch is let go. A failure in the middle of the change
   // is undone under the exclusive latch, as the exclusive path undoes its own.
   template <typename Body>
-  std::optional<bool> autocommitting_beside(const K& key, Body& body, bool& page_missing) {
+  std::optional<bool> autocommitting_beside(const K& key, Body& body, bool& needs_loading) {
     TransactionState* failed = nullptr;
     std::exception_ptr failure;
     {
@@ -482,7 +494,7 @@ class BTreeTable final : public TableInterface<K, V> {
       TransactionState& single = transactions_.begin_brief();
       std::optional<bool> changed;
       try {
-        changed = change_beside(single, key, kBrief, body, page_missing);
+        changed = change_beside(single, key, kBrief, body, needs_loading);
       } catch (const LockConflict&) {
         transactions_.end_brief(single);  // a transaction holds the row: nothing changed
         throw;
@@ -519,7 +531,7 @@ class BTreeTable final : public TableInterface<K, V> {
   static constexpr bool kBrief = true;
   template <typename Body>
   std::optional<bool> change_beside(TransactionState& txn, const K& key, bool brief, Body& body,
-                                    bool& page_missing) {
+                                    bool& needs_loading) {
     auto& target = read_access(context_);
     if constexpr (kLogged) {
       if (height_->root != root_page_id()) {
@@ -558,26 +570,29 @@ class BTreeTable final : public TableInterface<K, V> {
         txn.undo.resize(undo_steps);
         txn.undo_bytes.resize(undo_bytes);
       }
-      if constexpr (kBufferManaged) page_missing = writes.page_missing();
+      if constexpr (kBufferManaged) needs_loading = writes.needs_loading();
       target.add_change_beside(true);
       return std::nullopt;
     }
   }
-  // Before a change that found a page of its path missing runs again exclusively, the path
-  // is brought into DRAM as a reader outside transactions brings it: under the shared latch,
-  // its SSD reads beside other readers' (tiers/ssd_loads.cpp). The exclusive latch is then
-  // held for the change, not for the reads (unless the pages are evicted in between).
-  void bring_path_in(const K& key) {
+  // A change or a read that stopped beside others at a page or line not in DRAM brings its
+  // path and its leaf in, whole, as a reader outside transactions would: under the shared
+  // latch, its SSD reads and NVM line loads beside other readers' (tiers/reader_misses.cpp).
+  // Then it tries beside once more, and the exclusive latch (should it still be needed) is
+  // held for the operation, not for the loads. False when no frame was free for a reader:
+  // the exclusive run loads the path itself.
+  bool bring_path_in(const K& key) {
     if constexpr (kBufferManaged) {
       try {
         const OperationLatch::Shared latched(transactions_.latch());
         ResidentReads reads(context_.inner());
         BTree<K, V, ResidentReads> tree(reads, root_);
-        tree.lookup_part(key, 0, 0, nullptr);
+        tree.read_leaf_whole(key);
+        return true;
       } catch (const ResidentReads::NotResident&) {
-        // No frame free yet: the exclusive run loads the path itself.
       }
     }
+    return false;
   }
   // Kept per thread: its buffers are reused from one change to the next.
   static OperationLog<BesideAccess>& this_threads_log() {

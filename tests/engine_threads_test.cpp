@@ -631,10 +631,10 @@ TEST_P(Threads, ReadersBeyondDramMissSideBySideAndReadEveryRowRight) {
 }
 
 // A change outside transactions, or a read in a transaction, beside others (a thread not yet
-// alone: the latch is new) that finds its leaf missing from DRAM brings the path in as a reader
-// does, under the shared latch where its SSD reads run beside other readers' (reader_misses),
-// and only then runs again under the exclusive latch, which finds the path in DRAM. (main-memory
-// and nvm-direct keep every page in place.)
+// alone: the latch is new) that finds its leaf missing from DRAM, or not whole in a full frame,
+// brings the path and the leaf in as a reader does, under the shared latch where its SSD reads
+// and NVM line loads run beside other readers' (reader_misses), and then runs beside others
+// once more, finding them in DRAM. (main-memory and nvm-direct keep every page in place.)
 class ThreadsBringingPathsIn : public Threads {
  protected:
   static constexpr std::uint64_t kKeys = 20000;
@@ -660,7 +660,8 @@ class ThreadsBringingPathsIn : public Threads {
   }
   void expect_path_brought_in() {
     const Counters during = db_->counters() - before_;
-    EXPECT_EQ(during.changes_retried, 1u) << "tried beside others, then run exclusively";
+    EXPECT_EQ(during.changes_retried, 1u) << "tried beside others once, stopped at the miss";
+    EXPECT_EQ(during.changes_beside, 1u) << "then run beside others, not exclusively";
     EXPECT_GE(during.reader_misses, 1u) << "the path brought in by the reader's misses";
   }
 
@@ -686,6 +687,21 @@ TEST_P(ThreadsBringingPathsIn, AReadInATransactionThatMissesAPage) {
   expect_path_brought_in();
   EXPECT_EQ(row.version, 7u);
   EXPECT_EQ(row.filler[13], kKey * 31 + 7);
+}
+
+// 3tier: a leaf a reader left on a mini page (a few lines of it) is not whole for a change; the
+// change brings it in whole (promoted to a full frame) as a reader, then runs beside others.
+TEST_P(ThreadsBringingPathsIn, AChangeOfALeafOnAMiniPage) {
+  if (GetParam() != Architecture::kThreeTier) GTEST_SKIP() << "3tier alone has mini pages";
+  Row row;
+  ASSERT_TRUE(rows_.get(kKey, row));  // outside transactions: the leaf onto a mini page
+  before_ = db_->counters();
+  ASSERT_TRUE(rows_.update(kKey, make_row(kKey, 9)));
+  expect_path_brought_in();
+  EXPECT_GE((db_->counters() - before_).mini_page_promotions, 1u);
+  ASSERT_TRUE(rows_.get(kKey, row));
+  EXPECT_EQ(row.version, 9u);
+  EXPECT_EQ(row.filler[13], kKey * 31 + 9);
 }
 
 INSTANTIATE_TEST_SUITE_P(BufferManaged, ThreadsBringingPathsIn,

@@ -11,7 +11,9 @@
 // Anything more (a page not in DRAM, a swip to swizzle, a line not resident, a leaf to split
 // or merge, a leaf to change that is not a full frame with every line resident) throws
 // RetryExclusively before anything is changed, and the caller runs the operation again under
-// the exclusive latch. Fixes are counted per thread (BufferManager::add_resident_reads).
+// the exclusive latch; where only loading was missing (needs_loading), it may first load
+// the path as a reader and try beside once more. Fixes are counted per thread
+// (BufferManager::add_resident_reads).
 //
 // It models PageAccess for lookups and single-entry changes; allocate_page, move_swips,
 // swip_of and free_page must never be reached (the B-tree refuses first: refuse_structure_change)
@@ -43,6 +45,7 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
         : manager_(other.manager_),
           frame_(std::exchange(other.frame_, nullptr)),
           whole_(std::exchange(other.whole_, nullptr)),
+          needs_loading_(other.needs_loading_),
           latched_(std::exchange(other.latched_, Latched::kNo)) {}
     Guard& operator=(Guard&& other) noexcept {
       if (this != &other) {
@@ -50,6 +53,7 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
         manager_ = other.manager_;
         frame_ = std::exchange(other.frame_, nullptr);
         whole_ = std::exchange(other.whole_, nullptr);
+        needs_loading_ = other.needs_loading_;
         latched_ = std::exchange(other.latched_, Latched::kNo);
       }
       return *this;
@@ -62,8 +66,9 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
     const std::byte* read(std::uint32_t offset, std::uint32_t length) const {
       if (whole_ != nullptr) [[likely]]
         return whole_ + offset;
-      // A missing line is the exclusive latch's to load.
+      // A missing line is not this thread's to load here.
       if (const std::byte* bytes = resident_bytes(frame_, offset, length)) return bytes;
+      *needs_loading_ = true;
       throw RetryExclusively{};
     }
     // Only the leaf latched for its change, a full frame with every line resident.
@@ -73,7 +78,10 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
       return whole_ + offset;
     }
     std::byte* whole_page() const {
-      if (whole_ == nullptr) throw RetryExclusively{};
+      if (whole_ == nullptr) {
+        *needs_loading_ = true;
+        throw RetryExclusively{};
+      }
       return whole_;
     }
     void mark_dirty(std::uint32_t offset, std::uint32_t length) {
@@ -93,12 +101,16 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
 
    private:
     friend class ResidentWrites;
-    Guard(BufferManager* manager, FrameHeader* frame)
-        : manager_(manager), frame_(frame), whole_(data_if_whole(frame)) {}
+    Guard(BufferManager* manager, FrameHeader* frame, bool* needs_loading)
+        : manager_(manager),
+          frame_(frame),
+          whole_(data_if_whole(frame)),
+          needs_loading_(needs_loading) {}
 
     BufferManager* manager_ = nullptr;
-    FrameHeader* frame_ = nullptr;  // latched when latched_ says so
-    std::byte* whole_ = nullptr;    // frame_'s data when it is a full frame, all lines resident
+    FrameHeader* frame_ = nullptr;   // latched when latched_ says so
+    std::byte* whole_ = nullptr;     // frame_'s data when it is a full frame, all lines resident
+    bool* needs_loading_ = nullptr;  // its ResidentWrites' flag
     enum class Latched : std::uint8_t { kNo, kShared, kExclusive } latched_ = Latched::kNo;
   };
 
@@ -118,7 +130,7 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
     } else {
       frame = manager_.frame_in_dram(swip.page_id());
       if (frame == nullptr) {
-        page_missing_ = true;
+        needs_loading_ = true;
         throw RetryExclusively{};
       }
       // Swizzling writes the parent and the child's back-reference: the exclusive latch's.
@@ -130,7 +142,7 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
     if (frame->has(frame_flag::kLetGo)) [[unlikely]]
       throw RetryExclusively{};
     frame->mark_referenced();
-    return Guard(&manager_, frame);
+    return Guard(&manager_, frame, &needs_loading_);
   }
 
   // A leaf the B-tree is about to read, or to change. A leaf to change that is not whole in
@@ -143,7 +155,10 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
       leaf.latched_ = Guard::Latched::kShared;
       return;
     }
-    if (leaf.whole_ == nullptr) throw RetryExclusively{};
+    if (leaf.whole_ == nullptr) {
+      needs_loading_ = true;
+      throw RetryExclusively{};
+    }
     leaf.frame_->latch_exclusive();
     leaf.latched_ = Guard::Latched::kExclusive;
   }
@@ -172,15 +187,17 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
 
   // A split, a merge or a new root: the exclusive latch's.
   [[noreturn]] void refuse_structure_change() { throw RetryExclusively{}; }
-  // Whether a page on the way was not in DRAM at all (the retry must load it first).
-  bool page_missing() const { return page_missing_; }
+  // Whether the last try stopped at something to load: a page on the way not in DRAM, a line
+  // not resident, a leaf to change not whole in a full frame (BTree::read_leaf_whole loads
+  // them all as a reader would).
+  bool needs_loading() const { return needs_loading_; }
 
  private:
   BufferManager& manager_;
   std::uint64_t swizzled_hits_ = 0;
   std::uint64_t page_table_lookups_ = 0;
   std::uint64_t leaf_reads_retried_ = 0;
-  bool page_missing_ = false;
+  bool needs_loading_ = false;
 };
 
 }  // namespace tristore

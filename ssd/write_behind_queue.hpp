@@ -1,8 +1,9 @@
 #pragma once
 // Page writes that go on behind their caller (SsdPageFile::write_behind). A page image is
-// copied into one of a fixed number of buffers, and a thread of the queue's own writes the
-// buffers in the order they came, so the caller does not wait for the device: a DRAM eviction
-// takes its frame back at once, and the database's latches are not held across the write.
+// copied into one of a fixed number of buffers, and writer threads of the queue's own write
+// the buffers, oldest first, a page's writes in the order they came and other pages' side by
+// side, so the caller does not wait for the device: a DRAM eviction takes its frame back at
+// once, and the database's latches are not held across the write.
 //
 // A page still queued is read from its newest buffer (copy_if_queued), so a reader never sees
 // the file older than what was written; a synchronous write of that page waits for the queued
@@ -36,8 +37,9 @@ class WriteBehindQueue {
   WriteBehindQueue(const WriteBehindQueue&) = delete;
   WriteBehindQueue& operator=(const WriteBehindQueue&) = delete;
 
-  // Queues page `id`: `fill` writes its image into a free (O_DIRECT-aligned) buffer, waiting for
-  // one while all are queued. Returns whether it waited.
+  // Queues page `id`: `fill` (which must not throw) writes its image into a free
+  // (O_DIRECT-aligned) buffer, waiting for one while all are queued. Returns whether it
+  // waited.
   template <typename Fill>
   bool push(PageId id, Fill&& fill) {
     const Taken taken = take_buffer();
@@ -65,11 +67,12 @@ class WriteBehindQueue {
     std::size_t slot;
     bool waited;
   };
-  // Under mutex_.
   Taken take_buffer();
   void hand_over(std::size_t slot, PageId id);
-  bool pending(PageId id) const;  // queued or being written
-  // The oldest queued slot no older write of its page holds back; capacity() if none.
+  // Under mutex_: whether a write of the page is queued or being written.
+  bool pending(PageId id) const;
+  // Under mutex_: the oldest queued slot no older write of its page holds back; capacity()
+  // if none.
   std::size_t next_to_write() const;
   [[noreturn]] void fail_stopped() const;
   void write_queued();  // a writer thread

@@ -51,9 +51,8 @@ void WriteBehindQueue::hand_over(std::size_t slot, PageId id) {
 }
 
 bool WriteBehindQueue::pending(PageId id) const {
-  return std::any_of(slots_.begin(), slots_.end(), [&](const Slot& slot) {
-    return slot.id == id && (slot.state == State::kQueued || slot.state == State::kWriting);
-  });
+  return std::any_of(slots_.begin(), slots_.end(),
+                     [&](const Slot& slot) { return slot.id == id && slot.pending(); });
 }
 
 std::size_t WriteBehindQueue::next_to_write() const {
@@ -64,8 +63,7 @@ std::size_t WriteBehindQueue::next_to_write() const {
     if (best != capacity() && slots_[best].sequence < slot.sequence) continue;
     // Held back while an older write of the page is queued or under way.
     const bool held_back = std::any_of(slots_.begin(), slots_.end(), [&](const Slot& other) {
-      return other.id == slot.id && other.sequence < slot.sequence &&
-             (other.state == State::kQueued || other.state == State::kWriting);
+      return other.id == slot.id && other.sequence < slot.sequence && other.pending();
     });
     if (!held_back) best = i;
   }
@@ -78,8 +76,7 @@ bool WriteBehindQueue::copy_if_queued(PageId id, std::byte* page) const {
   // writes, and frees it under the mutex, so the copy is whole.
   const Slot* newest = nullptr;
   for (const Slot& slot : slots_)
-    if (slot.id == id && (slot.state == State::kQueued || slot.state == State::kWriting) &&
-        (newest == nullptr || newest->sequence < slot.sequence))
+    if (slot.id == id && slot.pending() && (newest == nullptr || newest->sequence < slot.sequence))
       newest = &slot;
   if (newest == nullptr) return false;
   std::memcpy(page, buffer(static_cast<std::size_t>(newest - slots_.data())), kPageSize);
@@ -96,10 +93,8 @@ void WriteBehindQueue::drain() {
   std::unique_lock lock(mutex_);
   const std::uint64_t before = next_sequence_;
   auto done = [&] {
-    return std::none_of(slots_.begin(), slots_.end(), [&](const Slot& slot) {
-      return slot.sequence < before &&
-             (slot.state == State::kQueued || slot.state == State::kWriting);
-    });
+    return std::none_of(slots_.begin(), slots_.end(),
+                        [&](const Slot& slot) { return slot.sequence < before && slot.pending(); });
   };
   changed_.wait(lock, [&] { return done() || !failure_.empty(); });
   if (!done()) fail_stopped();

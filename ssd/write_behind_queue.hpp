@@ -62,6 +62,7 @@ class WriteBehindQueue {
     State state = State::kFree;
     PageId id = kInvalidPageId;
     std::uint64_t sequence = 0;  // order of hand_over: a page's writes land in this order
+    bool pending() const { return state == State::kQueued || state == State::kWriting; }
   };
   struct Taken {
     std::size_t slot;
@@ -69,7 +70,7 @@ class WriteBehindQueue {
   };
   Taken take_buffer();
   void hand_over(std::size_t slot, PageId id);
-  // Under mutex_: whether a write of the page is queued or being written.
+  // Under mutex_: whether a write of the page is queued or being written (Slot::pending).
   bool pending(PageId id) const;
   // Under mutex_: the oldest queued slot no older write of its page holds back; capacity()
   // if none.

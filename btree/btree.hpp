@@ -24,6 +24,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -105,12 +106,20 @@ class BTree {
     }
   }
 
-  // Reads the leaf `key` belongs in whole, and the path to it: through an access that loads
-  // what is missing (tiers/resident_reads.hpp), a change that comes next finds them in DRAM.
-  void read_leaf_whole(const K& key) {
+  // Brings the path to the leaf `key` belongs in, through an access that loads what is missing
+  // (tiers/resident_reads.hpp): the lines its search reads, bytes `part` of the key's value (if
+  // it is there), and `runs` of the leaf; a read or change that comes next finds them in DRAM.
+  void bring_leaf_in(const K& key, ByteRange part, std::span<const ByteRange> runs) {
+    assert(part.offset + part.length <= sizeof(V));
     std::uint32_t count;
     Guard leaf = find_leaf(key, count);
-    leaf.whole_page();
+    const Position at = search(leaf, count, key);
+    if (at.found && part.length > 0)
+      leaf.read(Leaf::value_offset(at.index) + part.offset, part.length);
+    for (const ByteRange& run : runs) {
+      assert(run.length > 0 && run.offset + run.length <= kPageSize);
+      leaf.read(run.offset, run.length);
+    }
   }
 
   bool update(const K& key, const V& value) { return update_part(key, 0, sizeof(V), &value); }

@@ -9,6 +9,7 @@
 #include <exception>
 #include <memory>
 #include <optional>
+#include <span>
 #include <type_traits>
 #include <variant>
 #include <vector>
@@ -79,15 +80,14 @@ class BTreeTable final : public TableInterface<K, V> {
   bool get_part(TransactionState* txn, const K& key, std::size_t offset, std::size_t length,
                 void* out) override {
     check_part(offset, length);
-    return reading(
-        txn, kRestartable,
-        [&](auto& tree) {
-          return reading_row(txn, key, [&] {
-            return tree.lookup_part(key, static_cast<std::uint32_t>(offset),
-                                    static_cast<std::uint32_t>(length), out);
-          });
-        },
-        &key);
+    return reading(txn, kRestartable,
+                   [&](auto& tree) {
+                     return reading_row(txn, key, [&] {
+                       return tree.lookup_part(key, static_cast<std::uint32_t>(offset),
+                                               static_cast<std::uint32_t>(length), out);
+                     });
+                   },
+                   &key, {static_cast<std::uint32_t>(offset), static_cast<std::uint32_t>(length)});
   }
   // Each row visited is locked (in a transaction) or checked as a get would be; with no row
   // locked anywhere the scan runs as it is. Rows inserted later into the range are not
@@ -277,10 +277,19 @@ class BTreeTable final : public TableInterface<K, V> {
   // reads hold it shared too. Where one thread at a time must charge nvm-direct's device
   // (beside_possible), every read there runs exclusively.
   static constexpr bool kRestartable = true;
-  // path_key: the key whose path a read in a transaction brings in (bring_path_in) and tries
-  // beside once more, should it stop at a page or line not in DRAM.
+  // What a try beside others stopped at that a reader could load (bring_path_in), and how
+  // often an operation brings it in before it runs exclusively.
+  using ToLoad = ResidentWrites::ToLoad;
+  static constexpr ByteRange kWholeValue{0, sizeof(V)};
+  static constexpr ByteRange kWholePage[] = {{0, kPageSize}};
+  static constexpr std::span<const ByteRange> kWholeLeaf{kWholePage};
+  static constexpr unsigned kBringIns = 2;
+  // path_key: the key whose path (and bytes path_part of its value, path_runs of its leaf) a
+  // read in a transaction brings in (bring_path_in) and tries beside once more, should it stop
+  // at a page or line not in DRAM.
   template <typename Body>
-  auto reading(TransactionState* txn, bool restartable, Body&& body, const K* path_key = nullptr) {
+  auto reading(TransactionState* txn, bool restartable, Body&& body, const K* path_key = nullptr,
+               ByteRange path_part = kWholeValue, std::span<const ByteRange> path_runs = {}) {
     // Reads outside transactions too, while changes run (shared holders would wait for
     // them). Not inside another call (a scan's visit function): that nests where it is.
     const OperationLatch& latch = transactions_.latch();
@@ -302,7 +311,7 @@ class BTreeTable final : public TableInterface<K, V> {
         // Outside transactions the shared latch's reads below load it anyway.
         if constexpr (kBufferManaged) {
           if (txn != nullptr && path_key != nullptr && reads.needs_loading() && !brought_in &&
-              bring_path_in(*path_key)) {
+              bring_path_in(*path_key, path_part, path_runs)) {
             brought_in = true;
             continue;
           }
@@ -366,7 +375,7 @@ class BTreeTable final : public TableInterface<K, V> {
               if (more) fence = *leaf_fence;
               return n;
             },
-            &next);
+            &next, kWholeValue, kWholeLeaf);
       } catch (const RowBusy& busy) {
         transactions_.locks().wait_while_brief(row_lock_name(busy.key));  // then copy again
         continue;
@@ -402,16 +411,18 @@ class BTreeTable final : public TableInterface<K, V> {
     if constexpr (kChangesBeside) {
       if (beside && (!kLogged || transactions_.durable()) && beside_possible() &&
           !transactions_.latch().held_here() && !transactions_.latch().alone_here()) {
-        // Once more after the path is loaded as a reader would, or after a checkpoint beside
-        // changes, if that was what it needed.
-        for (bool brought_in = false, checkpointed = false;;) {
-          bool needs_loading = false;  // the try stopped at a page or line not in DRAM
+        // Again after what it stopped at is loaded as a reader would (twice at most: its
+        // search may stop at one line, its leaf change at others), or after a checkpoint
+        // beside changes, if that was what it needed.
+        for (unsigned brought_in = 0, checkpointed = false;;) {
+          ToLoad to_load;  // what the try stopped at that a reader could load
           const std::optional<bool> changed = txn != nullptr
-                                                  ? changing_beside(*txn, key, body, needs_loading)
-                                                  : autocommitting_beside(key, body, needs_loading);
+                                                  ? changing_beside(*txn, key, body, to_load)
+                                                  : autocommitting_beside(key, body, to_load);
           if (changed) return *changed;
-          if (needs_loading && !brought_in && bring_path_in(key)) {
-            brought_in = true;
+          if (to_load.anything && brought_in < kBringIns &&
+              bring_path_in(key, kWholeValue, to_load.leaf_runs())) {
+            ++brought_in;
             continue;
           }
           if (checkpointed || !transactions_.checkpoint_if_due()) break;
@@ -473,12 +484,12 @@ class BTreeTable final : public TableInterface<K, V> {
   // in DRAM, logged through this thread's own operation log. Nothing when the change needs
   // more (a split or merge; on the buffer manager a miss, a checkpoint to make log room, a
   // root moved since its height was known): then it has changed nothing, and the caller runs
-  // it exclusively; needs_loading says whether it stopped at a page or line not in DRAM.
+  // it exclusively; to_load says what it stopped at that a reader could load.
   template <typename Body>
   std::optional<bool> changing_beside(TransactionState& txn, const K& key, Body& body,
-                                      bool& needs_loading) {
+                                      ToLoad& to_load) {
     const OperationLatch::Changes latched(transactions_.latch());
-    return change_beside(txn, key, !kBrief, body, needs_loading);
+    return change_beside(txn, key, !kBrief, body, to_load);
   }
 
   // A change outside any transaction beside others: a single-operation transaction of this
@@ -486,7 +497,7 @@ class BTreeTable final : public TableInterface<K, V> {
   // whose commit is durable before the latch is let go. A failure in the middle of the change
   // is undone under the exclusive latch, as the exclusive path undoes its own.
   template <typename Body>
-  std::optional<bool> autocommitting_beside(const K& key, Body& body, bool& needs_loading) {
+  std::optional<bool> autocommitting_beside(const K& key, Body& body, ToLoad& to_load) {
     TransactionState* failed = nullptr;
     std::exception_ptr failure;
     {
@@ -494,7 +505,7 @@ class BTreeTable final : public TableInterface<K, V> {
       TransactionState& single = transactions_.begin_brief();
       std::optional<bool> changed;
       try {
-        changed = change_beside(single, key, kBrief, body, needs_loading);
+        changed = change_beside(single, key, kBrief, body, to_load);
       } catch (const LockConflict&) {
         transactions_.end_brief(single);  // a transaction holds the row: nothing changed
         throw;
@@ -531,7 +542,7 @@ class BTreeTable final : public TableInterface<K, V> {
   static constexpr bool kBrief = true;
   template <typename Body>
   std::optional<bool> change_beside(TransactionState& txn, const K& key, bool brief, Body& body,
-                                    bool& needs_loading) {
+                                    ToLoad& to_load) {
     auto& target = read_access(context_);
     if constexpr (kLogged) {
       if (height_->root != root_page_id()) {
@@ -570,24 +581,25 @@ class BTreeTable final : public TableInterface<K, V> {
         txn.undo.resize(undo_steps);
         txn.undo_bytes.resize(undo_bytes);
       }
-      if constexpr (kBufferManaged) needs_loading = writes.needs_loading();
+      if constexpr (kBufferManaged) to_load = writes.to_load();
       target.add_change_beside(true);
       return std::nullopt;
     }
   }
-  // A change or a read that stopped beside others at a page or line not in DRAM brings its
-  // path and its leaf in, whole, as a reader outside transactions would: under the shared
-  // latch, its SSD reads and NVM line loads beside other readers' (tiers/reader_misses.cpp).
-  // Then it tries beside once more, and the exclusive latch (should it still be needed) is
-  // held for the operation, not for the loads. False when no frame was free for a reader:
-  // the exclusive run loads the path itself.
-  bool bring_path_in(const K& key) {
+  // A change or a read that stopped beside others at a page or line not in DRAM brings in its
+  // path, bytes `part` of its key's value and `leaf_runs` of its leaf (the runs a leaf change
+  // claimed) as a reader outside transactions would: under the shared latch, its SSD reads and
+  // NVM line loads beside other readers' (tiers/reader_misses.cpp). Then it tries beside once
+  // more, and the exclusive latch (should it still be needed) is held for the operation, not
+  // for the loads. False when no frame was free for a reader: the exclusive run loads the
+  // path itself.
+  bool bring_path_in(const K& key, ByteRange part, std::span<const ByteRange> leaf_runs) {
     if constexpr (kBufferManaged) {
       try {
         const OperationLatch::Shared latched(transactions_.latch());
         ResidentReads reads(context_.inner());
         BTree<K, V, ResidentReads> tree(reads, root_);
-        tree.read_leaf_whole(key);
+        tree.bring_leaf_in(key, part, leaf_runs);
         return true;
       } catch (const ResidentReads::NotResident&) {
       }

@@ -536,6 +536,7 @@ class LoggedAccess {
     }
     // BTree::change_leaf: logged as the change itself where possible (OperationLog).
     void change_leaf(const LeafChange& change, const std::byte* key, const std::byte* bytes) {
+      claim_leaf_change_writes(inner_, change);  // before its undo is taken
       if (log_->active() && log_->log_leaf_change(inner_, change, key, bytes)) {
         wrote_ = true;
         return apply_leaf_change(inner_, change, key, bytes);

@@ -689,20 +689,85 @@ TEST_P(ThreadsBringingPathsIn, AReadInATransactionThatMissesAPage) {
   EXPECT_EQ(row.filler[13], kKey * 31 + 7);
 }
 
-// 3tier: a leaf a reader left on a mini page (a few lines of it) is not whole for a change; the
-// change brings it in whole (promoted to a full frame) as a reader, then runs beside others.
-TEST_P(ThreadsBringingPathsIn, AChangeOfALeafOnAMiniPage) {
-  if (GetParam() != Architecture::kThreeTier) GTEST_SKIP() << "3tier alone has mini pages";
+// 3tier: a leaf a reader left on a mini page (a few lines of it) is changed where it is once
+// the runs its change writes are resident there; a change that needs more lines brings just
+// them in (a mini page, or a full frame holding only some lines) and then runs beside others.
+// The change must survive a reopen: the checkpoint writes back what changed beside others.
+class ThreeTierChangesWhereTheLeafIs : public ThreadsBringingPathsIn {
+ protected:
+  void SetUp() override {
+    if (GetParam() != Architecture::kThreeTier) GTEST_SKIP() << "3tier alone has mini pages";
+    ThreadsBringingPathsIn::SetUp();
+  }
+  void reopen() {
+    rows_ = Table<std::uint64_t, Row>(nullptr);
+    db_.reset();
+    db_ = open(OpenMode::kOpenExisting);
+    rows_ = db_->open_table<std::uint64_t, Row>("rows");
+  }
+  void expect_row(std::uint64_t key, std::uint64_t version) {
+    Row row;
+    ASSERT_TRUE(rows_.get(key, row)) << key;
+    EXPECT_EQ(row.version, version) << key;
+    EXPECT_EQ(row.filler[13], key * 31 + version) << key;
+  }
+};
+
+TEST_P(ThreeTierChangesWhereTheLeafIs, AnUpdateOfLinesOnAMiniPageRunsBesideAtOnce) {
   Row row;
   ASSERT_TRUE(rows_.get(kKey, row));  // outside transactions: the leaf onto a mini page
   before_ = db_->counters();
   ASSERT_TRUE(rows_.update(kKey, make_row(kKey, 9)));
-  expect_path_brought_in();
-  EXPECT_GE((db_->counters() - before_).mini_page_promotions, 1u);
-  ASSERT_TRUE(rows_.get(kKey, row));
-  EXPECT_EQ(row.version, 9u);
-  EXPECT_EQ(row.filler[13], kKey * 31 + 9);
+  const Counters during = db_->counters() - before_;
+  EXPECT_EQ(during.changes_retried, 0u) << "its lines were there: nothing to bring in";
+  EXPECT_EQ(during.changes_beside, 1u);
+  EXPECT_EQ(during.mini_page_promotions, 0u) << "changed on its mini page";
+  EXPECT_EQ(during.nvm_lines_read, 0u);
+  expect_row(kKey, 9);
+  reopen();
+  expect_row(kKey, 9);
+  expect_row(kKey + 1, 7);
 }
+
+TEST_P(ThreeTierChangesWhereTheLeafIs, AnUpdateOfLinesNotOnItsMiniPageBringsJustThemIn) {
+  std::uint64_t version = 0;  // the first 8 bytes of the value: its key, one line
+  ASSERT_TRUE(rows_.get_part(kKey, offsetof(Row, version), sizeof(version), &version));
+  EXPECT_EQ(version, 7u);
+  before_ = db_->counters();
+  ASSERT_TRUE(rows_.update(kKey, make_row(kKey, 9)));
+  expect_path_brought_in();
+  const Counters during = db_->counters() - before_;
+  EXPECT_EQ(during.mini_page_promotions, 0u) << "the row's lines fit its mini page";
+  EXPECT_LE(during.nvm_lines_read, 2u) << "the row's other line, not the page";
+  expect_row(kKey, 9);
+  reopen();
+  expect_row(kKey, 9);
+}
+
+// A remove shifts every entry after it: more lines than a mini page holds. The reader's load
+// promotes the mini page to a full frame with those lines only; the change runs there beside
+// others, on a frame that is not whole.
+TEST_P(ThreeTierChangesWhereTheLeafIs, ARemoveShiftingMoreThanAMiniPageRunsOnAFrameNotWhole) {
+  Row row;
+  ASSERT_TRUE(rows_.get(kKey, row));
+  before_ = db_->counters();
+  ASSERT_TRUE(rows_.remove(kKey));
+  const Counters during = db_->counters() - before_;
+  EXPECT_GE(during.changes_retried, 1u);
+  EXPECT_EQ(during.changes_beside, 1u) << "then run beside others, not exclusively";
+  EXPECT_GE(during.mini_page_promotions, 1u);
+  EXPECT_LT(during.nvm_lines_read, kPageSize / kCacheLineSize)
+      << "the lines the remove shifts, not the whole page";
+  EXPECT_FALSE(rows_.get(kKey, row));
+  for (std::uint64_t key : {kKey - 1, kKey + 1, kKey + 50}) expect_row(key, 7);
+  reopen();
+  EXPECT_FALSE(rows_.get(kKey, row));
+  for (std::uint64_t key : {kKey - 1, kKey + 1, kKey + 50}) expect_row(key, 7);
+}
+
+INSTANTIATE_TEST_SUITE_P(ThreeTier, ThreeTierChangesWhereTheLeafIs,
+                         ::testing::Values(Architecture::kThreeTier),
+                         testing_support::ArchitectureTestName{});
 
 INSTANTIATE_TEST_SUITE_P(BufferManaged, ThreadsBringingPathsIn,
                          ::testing::Values(Architecture::kThreeTier, Architecture::kBasicNvm,

@@ -8,21 +8,27 @@
 // reads its leaf optimistically instead (read_leaf): it writes nothing shared, and reads again
 // if a change ran beside it.
 //
+// A leaf is changed where it is, a full frame or a mini page, once every run of bytes the
+// change writes is resident (claim_writes, asked before the first write: in a mini page, each
+// run in consecutive slots), so a change never needs a line halfway through.
+//
 // Anything more (a page not in DRAM, a swip to swizzle, a line not resident, a leaf to split
-// or merge, a leaf to change that is not a full frame with every line resident) throws
-// RetryExclusively before anything is changed, and the caller runs the operation again under
-// the exclusive latch; where only loading was missing (needs_loading), it may first load
-// the path as a reader and try beside once more. Fixes are counted per thread
-// (BufferManager::add_resident_reads).
+// or merge) throws RetryExclusively before anything is changed, and the caller runs the
+// operation again under the exclusive latch; where only loading was missing (needs_loading),
+// it may first load the path and the runs the change claimed (to_load) as a reader and
+// try beside once more. Fixes are counted per thread (BufferManager::add_resident_reads).
 //
 // It models PageAccess for lookups and single-entry changes; allocate_page, move_swips,
 // swip_of and free_page must never be reached (the B-tree refuses first: refuse_structure_change)
 // and throw std::logic_error.
+#include <array>
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <utility>
 
+#include "common/byte_range.hpp"
 #include "common/ignoring_racing_reads.hpp"
 #include "common/types.hpp"
 #include "tiers/buffer_manager.hpp"
@@ -42,18 +48,16 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
    public:
     Guard() = default;
     Guard(Guard&& other) noexcept
-        : manager_(other.manager_),
+        : access_(other.access_),
           frame_(std::exchange(other.frame_, nullptr)),
           whole_(std::exchange(other.whole_, nullptr)),
-          needs_loading_(other.needs_loading_),
           latched_(std::exchange(other.latched_, Latched::kNo)) {}
     Guard& operator=(Guard&& other) noexcept {
       if (this != &other) {
         release();
-        manager_ = other.manager_;
+        access_ = other.access_;
         frame_ = std::exchange(other.frame_, nullptr);
         whole_ = std::exchange(other.whole_, nullptr);
-        needs_loading_ = other.needs_loading_;
         latched_ = std::exchange(other.latched_, Latched::kNo);
       }
       return *this;
@@ -68,25 +72,44 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
         return whole_ + offset;
       // A missing line is not this thread's to load here.
       if (const std::byte* bytes = resident_bytes(frame_, offset, length)) return bytes;
-      *needs_loading_ = true;
+      access_->to_load_.anything = true;
       throw RetryExclusively{};
     }
-    // Only the leaf latched for its change, a full frame with every line resident.
+    // Before a leaf change's first write: every run it writes must be resident, each in one
+    // piece, or nothing is written (the runs missing are noted in to_load).
+    void claim_writes(std::span<const ByteRange> runs) {
+      assert(latched_ == Latched::kExclusive);
+      if (whole_ != nullptr) [[likely]]
+        return;
+      bool missing = false;
+      for (const ByteRange& run : runs) {
+        if (resident_bytes(frame_, run.offset, run.length) != nullptr) continue;
+        access_->note_to_load(run);
+        missing = true;
+      }
+      if (missing) throw RetryExclusively{};
+    }
+    // Only the leaf latched for its change, in runs it claimed (or a full frame with every
+    // line resident).
     std::byte* write(std::uint32_t offset, std::uint32_t length) {
-      assert(latched_ == Latched::kExclusive && whole_ != nullptr);
-      manager_->mark_written(frame_, offset, length);
-      return whole_ + offset;
+      assert(latched_ == Latched::kExclusive);
+      std::byte* bytes = whole_ != nullptr
+                             ? whole_ + offset
+                             : const_cast<std::byte*>(resident_bytes(frame_, offset, length));
+      assert(bytes != nullptr && "a write of a run not claimed");
+      access_->manager_.mark_written(frame_, offset, length);
+      return bytes;
     }
     std::byte* whole_page() const {
       if (whole_ == nullptr) {
-        *needs_loading_ = true;
+        access_->to_load_.anything = true;
         throw RetryExclusively{};
       }
       return whole_;
     }
     void mark_dirty(std::uint32_t offset, std::uint32_t length) {
-      assert(latched_ == Latched::kExclusive && whole_ != nullptr);
-      manager_->mark_written(frame_, offset, length);
+      assert(latched_ == Latched::kExclusive);
+      access_->manager_.mark_written(frame_, offset, length);
     }
     void release() {
       if (frame_ == nullptr) return;
@@ -101,16 +124,12 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
 
    private:
     friend class ResidentWrites;
-    Guard(BufferManager* manager, FrameHeader* frame, bool* needs_loading)
-        : manager_(manager),
-          frame_(frame),
-          whole_(data_if_whole(frame)),
-          needs_loading_(needs_loading) {}
+    Guard(ResidentWrites* access, FrameHeader* frame)
+        : access_(access), frame_(frame), whole_(data_if_whole(frame)) {}
 
-    BufferManager* manager_ = nullptr;
-    FrameHeader* frame_ = nullptr;   // latched when latched_ says so
-    std::byte* whole_ = nullptr;     // frame_'s data when it is a full frame, all lines resident
-    bool* needs_loading_ = nullptr;  // its ResidentWrites' flag
+    ResidentWrites* access_ = nullptr;  // whose flag and runs a miss notes
+    FrameHeader* frame_ = nullptr;      // latched when latched_ says so
+    std::byte* whole_ = nullptr;        // frame_'s data when it is a full frame, all lines resident
     enum class Latched : std::uint8_t { kNo, kShared, kExclusive } latched_ = Latched::kNo;
   };
 
@@ -130,7 +149,7 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
     } else {
       frame = manager_.frame_in_dram(swip.page_id());
       if (frame == nullptr) {
-        needs_loading_ = true;
+        to_load_.anything = true;
         throw RetryExclusively{};
       }
       // Swizzling writes the parent and the child's back-reference: the exclusive latch's.
@@ -142,22 +161,17 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
     if (frame->has(frame_flag::kLetGo)) [[unlikely]]
       throw RetryExclusively{};
     frame->mark_referenced();
-    return Guard(&manager_, frame, &needs_loading_);
+    return Guard(this, frame);
   }
 
-  // A leaf the B-tree is about to read, or to change. A leaf to change that is not whole in
-  // a full frame is left to the exclusive latch (its change might need a line loaded halfway
-  // through); its bytes are read anew under the latch.
+  // A leaf the B-tree is about to read, or to change (where it is: its change claims the runs
+  // it writes first).
   void latch_leaf(Guard& leaf, bool for_change) {
     assert(leaf.latched_ == Guard::Latched::kNo);
     if (!for_change) {
       leaf.frame_->latch_shared();
       leaf.latched_ = Guard::Latched::kShared;
       return;
-    }
-    if (leaf.whole_ == nullptr) {
-      needs_loading_ = true;
-      throw RetryExclusively{};
     }
     leaf.frame_->latch_exclusive();
     leaf.latched_ = Guard::Latched::kExclusive;
@@ -187,17 +201,29 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
 
   // A split, a merge or a new root: the exclusive latch's.
   [[noreturn]] void refuse_structure_change() { throw RetryExclusively{}; }
-  // Whether the last try stopped at something to load: a page on the way not in DRAM, a line
-  // not resident, a leaf to change not whole in a full frame (BTree::read_leaf_whole loads
-  // them all as a reader would).
-  bool needs_loading() const { return needs_loading_; }
+  // What the last try stopped at that a reader could load (BTree::bring_leaf_in): anything
+  // at all (a page on the way not in DRAM, a line not resident), and the runs its leaf change
+  // claimed that were not resident in one piece.
+  struct ToLoad {
+    bool anything = false;
+    std::array<ByteRange, 3> runs{};
+    std::size_t run_count = 0;
+    std::span<const ByteRange> leaf_runs() const { return {runs.data(), run_count}; }
+  };
+  const ToLoad& to_load() const { return to_load_; }
+  bool needs_loading() const { return to_load_.anything; }
 
  private:
+  void note_to_load(const ByteRange& run) {
+    to_load_.anything = true;
+    if (to_load_.run_count < to_load_.runs.size()) to_load_.runs[to_load_.run_count++] = run;
+  }
+
   BufferManager& manager_;
   std::uint64_t swizzled_hits_ = 0;
   std::uint64_t page_table_lookups_ = 0;
   std::uint64_t leaf_reads_retried_ = 0;
-  bool needs_loading_ = false;
+  ToLoad to_load_;
 };
 
 }  // namespace tristore

@@ -264,31 +264,34 @@ void BufferManager::begin_write_back_round() {
 
 bool BufferManager::write_back_beside(std::size_t max_pages) {
   // Changes mode: frames are neither taken nor let go, and swips are neither swizzled nor
-  // unswizzled; changers change only whole full frames, each under its frame latch.
+  // unswizzled; changers change full frames and mini pages, each under its frame latch.
   const std::uint32_t round = write_back_round_.load(std::memory_order_relaxed);
   std::size_t written = 0;
+  // Each under its frame latch (a changer may hold it): a full frame only if first dirtied
+  // before this round, a mini page (it has no round) whenever it is dirty.
+  auto write_back_latched = [&](FrameHeader* frame) {
+    frame->latch_exclusive();
+    try {
+      if (frame->is_mini() || as_full(frame)->dirty_round < round)
+        written += write_back_dirty(frame, {}, nullptr) ? 1 : 0;
+    } catch (...) {
+      frame->unlatch_exclusive();
+      throw;
+    }
+    frame->unlatch_exclusive();
+  };
   const std::size_t last_slab = std::min(pool_.slab_count(), write_back_cursor_ + kSlabsPerBatch);
   for (; write_back_cursor_ < last_slab && written < max_pages; ++write_back_cursor_) {
     const std::size_t slab = write_back_cursor_;
     if (pool_.kind(slab) == FramePool::SlabKind::kFull) {
       FullFrame* full = pool_.full_frame(slab);
-      FrameHeader* frame = &full->header;
-      if (frame->has(frame_flag::kRetired) || full->swizzled_children != 0) continue;
-      frame->latch_exclusive();
-      try {
-        if (full->dirty_round < round) written += write_back_dirty(frame, {}, nullptr) ? 1 : 0;
-      } catch (...) {
-        frame->unlatch_exclusive();
-        throw;
-      }
-      frame->unlatch_exclusive();
+      if (!full->header.has(frame_flag::kRetired) && full->swizzled_children == 0)
+        write_back_latched(&full->header);
     } else if (pool_.kind(slab) == FramePool::SlabKind::kMini) {
-      // Changers never change a mini page.
       for (std::size_t i = 0; i < FramePool::kMinisPerSlab; ++i) {
         if ((pool_.minis_in_use(slab) & (1u << i)) == 0) continue;
         FrameHeader* frame = &pool_.mini_page(slab, i)->header;
-        if (!frame->has(frame_flag::kLetGo))
-          written += write_back_dirty(frame, {}, nullptr) ? 1 : 0;
+        if (!frame->has(frame_flag::kLetGo)) write_back_latched(frame);
       }
     }
   }

@@ -24,7 +24,7 @@ namespace tristore {
   X(mini_page_copies)      /* mini pages replaced by a larger copy, readers beside */          \
   X(reader_misses)         /* misses of readers sharing the latch, under the miss latch */     \
   X(reader_retries)        /* such reads run again exclusive: no frame free yet */             \
-  X(reader_appends)        /* such misses served by appending lines beside each other */       \
+  X(reader_appends)        /* misses served by appending lines beside others, changers' too */ \
   X(reader_ssd_waits)      /* such misses that waited for another's SSD read of the page */    \
   X(changes_beside)        /* reads and changes in transactions served beside each other */    \
   X(changes_retried)       /* such operations that needed more, run again exclusively */       \

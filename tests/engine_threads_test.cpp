@@ -744,6 +744,27 @@ TEST_P(ThreeTierChangesWhereTheLeafIs, AnUpdateOfLinesNotOnItsMiniPageBringsJust
   expect_row(kKey, 9);
 }
 
+// Lines that simply append to the leaf's mini page (none of them there yet) are loaded by the
+// change itself, beside others, under its leaf's latch: nothing to bring in, no retry.
+TEST_P(ThreeTierChangesWhereTheLeafIs, AnUpdateOfLinesThatAppendToItsMiniPageLoadsThemBeside) {
+  Row row;
+  ASSERT_TRUE(rows_.get(kKey, row));  // the leaf onto a mini page: kKey's value, not kKey + 1's
+  before_ = db_->counters();
+  ASSERT_TRUE(rows_.update(kKey + 1, make_row(kKey + 1, 9)));
+  const Counters during = db_->counters() - before_;
+  EXPECT_EQ(during.changes_retried, 0u) << "its lines appended where it ran";
+  EXPECT_EQ(during.changes_beside, 1u);
+  EXPECT_EQ(during.reader_misses, 0u) << "nothing brought in";
+  EXPECT_GE(during.reader_appends, 1u);
+  EXPECT_EQ(during.mini_page_promotions, 0u);
+  EXPECT_LE(during.nvm_lines_read, 2u) << "the row's two lines";
+  expect_row(kKey + 1, 9);
+  expect_row(kKey, 7);
+  reopen();
+  expect_row(kKey + 1, 9);
+  expect_row(kKey, 7);
+}
+
 // A remove shifts every entry after it: more lines than a mini page holds. The reader's load
 // promotes the mini page to a full frame with those lines only; the change runs there beside
 // others, on a frame that is not whole.

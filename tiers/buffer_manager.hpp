@@ -200,6 +200,12 @@ class BufferManager {
   // simply append, the frame has been let go, the NVM device charges read latency).
   const std::byte* append_for_reader(FrameHeader* frame, std::uint32_t offset,
                                      std::uint32_t length);
+  // The same beside changes (tiers/resident_writes.hpp), where changers hold frame latches:
+  // under the frame's exclusive latch instead of the append latch, taken without waiting
+  // unless the caller holds it already (`latched`: its leaf, latched for its change). Null
+  // where a reader's miss would be needed.
+  const std::byte* append_beside_changes(FrameHeader* frame, std::uint32_t offset,
+                                         std::uint32_t length, bool latched);
   // Before a reader waits for the miss latch: the page's NVM lines it is about to load are
   // fetched into the CPU cache meanwhile, so that readers missing side by side wait for memory
   // side by side, not in turn. A hint: a frame let go meanwhile fetches harmless bytes.
@@ -350,6 +356,7 @@ class BufferManager {
   // own: appends beside it read the fields around it.
   const ReaderSlots* readers_ = nullptr;
   bool appends_beside_ = false;  // append_for_reader may run (set at construction)
+  const std::byte* append_lines(FrameHeader* frame, std::uint32_t offset, std::uint32_t length);
   alignas(64) SpinLatch miss_latch_;
   alignas(64) bool sharing_ = false;  // a miss is served: readers may be beside it
   RetiredFrames retired_;

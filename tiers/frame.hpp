@@ -132,6 +132,16 @@ struct FrameHeader {
       }
     }
   }
+  // Once, without waiting: for a thread that may hold another frame's latch.
+  bool try_latch_exclusive() {
+    std::uint64_t word = version.load(std::memory_order_relaxed);
+    if ((word & (kLatchExclusive | kLatchSharedMask)) != 0 ||
+        !version.compare_exchange_strong(word, word | kLatchExclusive, std::memory_order_acquire,
+                                         std::memory_order_relaxed))
+      return false;
+    optimistic_read_fence(std::memory_order_release);
+    return true;
+  }
   // A plain store: while bit 62 is set nothing else writes the word (the latches compare and
   // swap only from a word without it; the append latch is taken only while no change runs).
   void unlatch_exclusive() {

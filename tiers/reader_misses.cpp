@@ -114,6 +114,25 @@ const std::byte* BufferManager::append_for_reader(FrameHeader* frame, std::uint3
                                                   std::uint32_t length) {
   if (!appends_beside_ || frame->nvm == nullptr || frame->has(frame_flag::kLetGo)) return nullptr;
   if (!frame->try_latch_appends()) return nullptr;  // another append to it: take turns there
+  const std::byte* bytes = append_lines(frame, offset, length);
+  frame->unlatch_appends();
+  return bytes;
+}
+
+const std::byte* BufferManager::append_beside_changes(FrameHeader* frame, std::uint32_t offset,
+                                                      std::uint32_t length, bool latched) {
+  // The append latch would race a changer's plain stores to the word (FrameHeader): the frame
+  // latch keeps appends apart from changes and from each other.
+  if (!appends_beside_ || frame->nvm == nullptr || frame->has(frame_flag::kLetGo)) return nullptr;
+  if (!latched && !frame->try_latch_exclusive()) return nullptr;
+  const std::byte* bytes = append_lines(frame, offset, length);
+  if (!latched) frame->unlatch_exclusive();
+  return bytes;
+}
+
+// The caller holds the frame's append latch, or its exclusive latch.
+const std::byte* BufferManager::append_lines(FrameHeader* frame, std::uint32_t offset,
+                                             std::uint32_t length) {
   const std::size_t first = offset / kCacheLineSize;
   const std::size_t last = (offset + length - 1) / kCacheLineSize;
   const std::byte* bytes = nullptr;
@@ -156,10 +175,7 @@ const std::byte* BufferManager::append_for_reader(FrameHeader* frame, std::uint3
   //    slot may since hold another page) gets nothing: the miss latch serves the read.
   //    (x86 keeps the copy's loads before the page table's; the compiler is told so.)
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  if (bytes == nullptr || frame_in_dram(frame->page_id) != frame) {
-    frame->unlatch_appends();
-    return nullptr;
-  }
+  if (bytes == nullptr || frame_in_dram(frame->page_id) != frame) return nullptr;
   // 3. Show the lines: the count, or the resident bits, after the bytes.
   if (mini != nullptr) {
     mini->set_count(count + loaded);
@@ -167,7 +183,6 @@ const std::byte* BufferManager::append_for_reader(FrameHeader* frame, std::uint3
     full->resident.set(first, last);
     if (full->resident.full()) full->mark_all_resident();
   }
-  frame->unlatch_appends();
   ThreadReads& mine = thread_reads_[thread_slot()];
   add_in_own_slot(mine.nvm_lines_appended, loaded);
   add_in_own_slot(mine.appends, 1);

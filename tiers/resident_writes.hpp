@@ -2,21 +2,24 @@
 // Changes of single leaf entries side by side, while the database latch is held for changes
 // (engine/operation_latch.hpp): no reader outside a transaction and no exclusive holder runs,
 // so the buffer pool, the page table, the swips and every inner node stay as they are; only
-// leaf entries change. So inner nodes are read without a latch, and leaves are latched in
-// their frame (latch_leaf: FrameHeader::latch_shared, or latch_exclusive for a change). A
-// thread holds at most one frame latch at a time, so the latches cannot deadlock. A lookup
+// leaf entries change, and lines are appended. So inner nodes are read without a latch, and
+// leaves are latched in their frame (latch_leaf: FrameHeader::latch_shared, or
+// latch_exclusive for a change). A thread waits for at most one frame latch at a time (an
+// append only tries another frame's), so the latches cannot deadlock. A lookup
 // reads its leaf optimistically instead (read_leaf): it writes nothing shared, and reads again
 // if a change ran beside it.
 //
 // A leaf is changed where it is, a full frame or a mini page, once every run of bytes the
 // change writes is resident (claim_writes, asked before the first write: in a mini page, each
-// run in consecutive slots), so a change never needs a line halfway through.
+// run in consecutive slots), so a change never needs a line halfway through. Missing lines
+// that simply append to their frame (BufferManager::append_beside_changes: no resident line
+// moves) are loaded beside the changes, under the frame's exclusive latch.
 //
-// Anything more (a page not in DRAM, a swip to swizzle, a line not resident, a leaf to split
-// or merge) throws RetryExclusively before anything is changed, and the caller runs the
-// operation again under the exclusive latch; where only loading was missing (needs_loading),
-// it may first load the path and the runs the change claimed (to_load) as a reader and
-// try beside once more. Fixes are counted per thread (BufferManager::add_resident_reads).
+// Anything more (a page not in DRAM, a swip to swizzle, a line that does not simply append,
+// a leaf to split or merge) throws RetryExclusively before anything is changed, and the caller runs
+// the operation again under the exclusive latch; where only loading was missing (needs_loading), it
+// may first load the path and the runs the change claimed (to_load) as a reader and try beside once
+// more. Fixes are counted per thread (BufferManager::add_resident_reads).
 //
 // It models PageAccess for lookups and single-entry changes; allocate_page, move_swips,
 // swip_of and free_page must never be reached (the B-tree refuses first: refuse_structure_change)
@@ -70,8 +73,10 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
     const std::byte* read(std::uint32_t offset, std::uint32_t length) const {
       if (whole_ != nullptr) [[likely]]
         return whole_ + offset;
-      // A missing line is not this thread's to load here.
       if (const std::byte* bytes = resident_bytes(frame_, offset, length)) return bytes;
+      // Missing lines that simply append to the frame are loaded here; others are not this
+      // thread's to load beside changes.
+      if (const std::byte* bytes = append(offset, length)) return bytes;
       access_->to_load_.anything = true;
       throw RetryExclusively{};
     }
@@ -83,7 +88,9 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
         return;
       bool missing = false;
       for (const ByteRange& run : runs) {
-        if (resident_bytes(frame_, run.offset, run.length) != nullptr) continue;
+        if (resident_bytes(frame_, run.offset, run.length) != nullptr ||
+            append(run.offset, run.length) != nullptr)
+          continue;
         access_->note_to_load(run);
         missing = true;
       }
@@ -126,6 +133,10 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
     friend class ResidentWrites;
     Guard(ResidentWrites* access, FrameHeader* frame)
         : access_(access), frame_(frame), whole_(data_if_whole(frame)) {}
+    const std::byte* append(std::uint32_t offset, std::uint32_t length) const {
+      return access_->manager_.append_beside_changes(frame_, offset, length,
+                                                     latched_ == Latched::kExclusive);
+    }
 
     ResidentWrites* access_ = nullptr;  // whose flag and runs a miss notes
     FrameHeader* frame_ = nullptr;      // latched when latched_ says so

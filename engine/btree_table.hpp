@@ -414,7 +414,8 @@ class BTreeTable final : public TableInterface<K, V> {
         // Again after what it stopped at is loaded as a reader would (twice at most: its
         // search may stop at one line, its leaf change at others), or after a checkpoint
         // beside changes, if that was what it needed.
-        for (unsigned brought_in = 0, checkpointed = false;;) {
+        unsigned brought_in = 0;
+        for (bool checkpointed = false;;) {
           ToLoad to_load;  // what the try stopped at that a reader could load
           const std::optional<bool> changed = txn != nullptr
                                                   ? changing_beside(*txn, key, body, to_load)

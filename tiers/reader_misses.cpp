@@ -122,10 +122,13 @@ const std::byte* BufferManager::append_for_reader(FrameHeader* frame, std::uint3
 const std::byte* BufferManager::append_beside_changes(FrameHeader* frame, std::uint32_t offset,
                                                       std::uint32_t length, bool latched) {
   // The append latch would race a changer's plain stores to the word (FrameHeader): the frame
-  // latch keeps appends apart from changes and from each other.
-  if (!appends_beside_ || frame->nvm == nullptr || frame->has(frame_flag::kLetGo)) return nullptr;
+  // latch keeps appends apart from changes, from a checkpoint's write-back (which may give a
+  // page its NVM slot) and from each other.
+  if (!appends_beside_) return nullptr;
   if (!latched && !frame->try_latch_exclusive()) return nullptr;
-  const std::byte* bytes = append_lines(frame, offset, length);
+  const std::byte* bytes = frame->nvm == nullptr || frame->has(frame_flag::kLetGo)
+                               ? nullptr
+                               : append_lines(frame, offset, length);
   if (!latched) frame->unlatch_exclusive();
   return bytes;
 }

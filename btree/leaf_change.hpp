@@ -99,16 +99,28 @@ inline LeafChangeWrites leaf_change_writes(const LeafGeometry& leaf, const LeafC
 // every run a leaf change will write before anything of the change is written or logged, so
 // it never fails halfway through; other guards have everything.
 template <typename Page>
+constexpr bool kClaimsWrites = requires(Page& page, std::span<const ByteRange> runs) {
+  page.claim_writes(runs);
+};
+// The claim of a change already checked against a leaf of `count` entries.
+template <typename Page>
+void claim_leaf_change_writes(Page& page, const LeafGeometry& leaf, const LeafChange& change,
+                              std::uint32_t count) {
+  if constexpr (kClaimsWrites<Page>)
+    page.claim_writes(leaf_change_writes(leaf, change, count).all());
+}
+// The claim of a change not yet checked (a change that does not fit claims nothing: applying
+// it fails before any write).
+template <typename Page>
 void claim_leaf_change_writes(Page& page, const LeafChange& change) {
-  if constexpr (requires(std::span<const ByteRange> runs) { page.claim_writes(runs); }) {
+  if constexpr (kClaimsWrites<Page>) {
     if (change.key_size == 0 || change.value_size == 0 ||
         std::uint64_t{change.key_size} + change.value_size > kPageSize)
       return;
     NodeHeader header;
     std::memcpy(&header, page.read(kNodeHeaderOffset, sizeof(header)), sizeof(header));
-    page.claim_writes(leaf_change_writes(LeafGeometry::of(change.key_size, change.value_size),
-                                         change, header.count)
-                          .all());
+    claim_leaf_change_writes(page, LeafGeometry::of(change.key_size, change.value_size), change,
+                             header.count);
   }
 }
 
@@ -144,7 +156,7 @@ void apply_leaf_change(Page& page, const LeafChange& change, const std::byte* ke
           change.bytes_size != change.value_size)
         fail("leaf change: insert at {} into a node of kind {} with {} of {} entries", i,
              header.is_leaf, count, leaf.capacity);
-      claim_leaf_change_writes(page, change);
+      claim_leaf_change_writes(page, leaf, change, count);
       shift(leaf.key_offset(i), leaf.key_size, count - i, true);
       std::memcpy(page.write(leaf.key_offset(i), leaf.key_size), key, leaf.key_size);
       shift(leaf.value_offset(i), leaf.value_size, count - i, true);
@@ -156,7 +168,7 @@ void apply_leaf_change(Page& page, const LeafChange& change, const std::byte* ke
       if (header.is_leaf != 1 || i >= count || change.bytes_size != 0)
         fail("leaf change: remove at {} from a node of kind {} with {} entries", i, header.is_leaf,
              count);
-      claim_leaf_change_writes(page, change);
+      claim_leaf_change_writes(page, leaf, change, count);
       shift(leaf.key_offset(i), leaf.key_size, count - i - 1, false);
       shift(leaf.value_offset(i), leaf.value_size, count - i - 1, false);
       header.count = static_cast<std::uint16_t>(count - 1);
@@ -169,7 +181,7 @@ void apply_leaf_change(Page& page, const LeafChange& change, const std::byte* ke
             "leaf change: update of {} bytes at {} of entry {} in a node of kind {} with {} "
             "entries",
             change.bytes_size, change.part_offset, i, header.is_leaf, count);
-      claim_leaf_change_writes(page, change);
+      claim_leaf_change_writes(page, leaf, change, count);
       if (change.bytes_size > 0)
         std::memcpy(page.write(leaf.value_offset(i) + change.part_offset, change.bytes_size), bytes,
                     change.bytes_size);

@@ -281,6 +281,7 @@ class BTreeTable final : public TableInterface<K, V> {
   // often an operation brings it in before it runs exclusively.
   using ToLoad = ResidentWrites::ToLoad;
   static constexpr ByteRange kWholeValue{0, sizeof(V)};
+  static constexpr ByteRange kNoValue{0, 0};  // a scan brings in its whole leaf instead
   static constexpr ByteRange kWholePage[] = {{0, kPageSize}};
   static constexpr std::span<const ByteRange> kWholeLeaf{kWholePage};
   static constexpr unsigned kBringIns = 2;
@@ -375,7 +376,7 @@ class BTreeTable final : public TableInterface<K, V> {
               if (more) fence = *leaf_fence;
               return n;
             },
-            &next, kWholeValue, kWholeLeaf);
+            &next, kNoValue, kWholeLeaf);
       } catch (const RowBusy& busy) {
         transactions_.locks().wait_while_brief(row_lock_name(busy.key));  // then copy again
         continue;

@@ -26,6 +26,7 @@ namespace tristore {
   X(reader_retries)        /* such reads run again exclusive: no frame free yet */             \
   X(reader_appends)        /* misses served by appending lines beside others, changers' too */ \
   X(reader_ssd_waits)      /* such misses that waited for another's SSD read of the page */    \
+  X(changer_misses)        /* pages loaded or swizzled for changes beside others */            \
   X(changes_beside)        /* reads and changes in transactions served beside each other */    \
   X(changes_retried)       /* such operations that needed more, run again exclusively */       \
   X(leaf_reads_retried)    /* optimistic leaf reads beside changes that a change spoilt */     \

@@ -664,8 +664,9 @@ class BTreeTable final : public TableInterface<K, V> {
 
   PageId root_page_id() const {
     if constexpr (kLogged) {
-      if (root_.is_swizzled()) return root_.frame<FrameHeader>()->page_id;
-      return root_.page_id();
+      const Swip root = Swip::load(root_);  // a change's miss beside may swizzle it
+      if (root.is_swizzled()) return root.frame<FrameHeader>()->page_id;
+      return root.page_id();
     } else {
       return 0;
     }

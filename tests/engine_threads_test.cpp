@@ -351,15 +351,20 @@ TEST_P(Threads, TransactionsChangeSideBySideAndSplitsAndMissesRunAgainExclusivel
   expect_table_holds(rows, models, seed);
   const Counters counters = db->counters();
   std::printf(
-      "changes beside each other %llu, run again exclusively %llu; checkpoints %llu, %llu "
-      "of them beside changes\n",
+      "changes beside each other %llu, run again exclusively %llu, pages loaded beside them "
+      "%llu; checkpoints %llu, %llu of them beside changes\n",
       static_cast<unsigned long long>(counters.changes_beside),
       static_cast<unsigned long long>(counters.changes_retried),
+      static_cast<unsigned long long>(counters.changer_misses),
       static_cast<unsigned long long>(counters.log_checkpoints),
       static_cast<unsigned long long>(counters.log_checkpoints_beside));
   EXPECT_GT(counters.changes_beside, 0u);
   EXPECT_GT(counters.changes_retried, 0u);
   if (GetParam() == Architecture::kMainMemory) return;
+  // Pages loaded beside the changes, into frames the changes' bring-ins left free.
+  if (GetParam() != Architecture::kNvmDirect) {
+    EXPECT_GT(counters.changer_misses, 0u);
+  }
   // Checkpoints wrote pages back beside the changes (the interval passes many times);
   // nvm-direct's pages are in place, its checkpoints seal them exclusively.
   if (GetParam() != Architecture::kNvmDirect) {
@@ -631,11 +636,11 @@ TEST_P(Threads, ReadersBeyondDramMissSideBySideAndReadEveryRowRight) {
 }
 
 // A change outside transactions, or a read in a transaction, beside others (a thread not yet
-// alone: the latch is new) that finds its leaf missing from DRAM, or not whole in a full frame,
-// brings the path and the leaf in as a reader does, under the shared latch where its SSD reads
-// and NVM line loads run beside other readers' (reader_misses), and then runs beside others
-// once more, finding them in DRAM. (main-memory and nvm-direct keep every page in place.)
-class ThreadsBringingPathsIn : public Threads {
+// alone: the latch is new) that finds its leaf missing from DRAM loads it into a free frame
+// under the miss latch, beside the other changes (changer_misses: from NVM, or read from SSD
+// outside the latch), and runs beside others at once: nothing evicted, nothing run again.
+// (main-memory and nvm-direct keep every page in place.)
+class ThreadsMissingPages : public Threads {
  protected:
   static constexpr std::uint64_t kKeys = 20000;
   // The key a test reads or changes: two leaves on from key 0, its search in the root over
@@ -658,6 +663,16 @@ class ThreadsBringingPathsIn : public Threads {
     ASSERT_TRUE(rows_.update(0, make_row(0, 8)));
     before_ = db_->counters();
   }
+  void expect_leaf_loaded_beside() {
+    const Counters during = db_->counters() - before_;
+    EXPECT_EQ(during.changes_retried, 0u) << "no try stopped at the miss";
+    EXPECT_EQ(during.changes_beside, 1u) << "run beside others, not exclusively";
+    EXPECT_GE(during.changer_misses, 1u) << "the leaf loaded beside the changes";
+    EXPECT_EQ(during.reader_misses, 0u) << "nothing brought in as a reader";
+    EXPECT_EQ(during.dram_evictions, 0u) << "into a free frame";
+  }
+  // What a change that stops at lines it cannot load beside others does instead: the lines
+  // brought in as a reader does, under the shared latch, then beside others once more.
   void expect_path_brought_in() {
     const Counters during = db_->counters() - before_;
     EXPECT_EQ(during.changes_retried, 1u) << "tried beside others once, stopped at the miss";
@@ -670,21 +685,21 @@ class ThreadsBringingPathsIn : public Threads {
   Counters before_;
 };
 
-TEST_P(ThreadsBringingPathsIn, AChangeOutsideTransactionsThatMissesAPage) {
+TEST_P(ThreadsMissingPages, AChangeOutsideTransactionsLoadsTheLeafItMisses) {
   ASSERT_TRUE(rows_.update(kKey, make_row(kKey, 8)));
-  expect_path_brought_in();
+  expect_leaf_loaded_beside();
   Row row;
   ASSERT_TRUE(rows_.get(kKey, row));
   EXPECT_EQ(row.version, 8u);
   EXPECT_EQ(row.filler[13], kKey * 31 + 8);
 }
 
-TEST_P(ThreadsBringingPathsIn, AReadInATransactionThatMissesAPage) {
+TEST_P(ThreadsMissingPages, AReadInATransactionLoadsTheLeafItMisses) {
   Transaction txn = db_->begin();
   Row row;
   ASSERT_TRUE(rows_.get(txn, kKey, row));
   txn.commit();
-  expect_path_brought_in();
+  expect_leaf_loaded_beside();
   EXPECT_EQ(row.version, 7u);
   EXPECT_EQ(row.filler[13], kKey * 31 + 7);
 }
@@ -693,11 +708,11 @@ TEST_P(ThreadsBringingPathsIn, AReadInATransactionThatMissesAPage) {
 // the runs its change writes are resident there; a change that needs more lines brings just
 // them in (a mini page, or a full frame holding only some lines) and then runs beside others.
 // The change must survive a reopen: the checkpoint writes back what changed beside others.
-class ThreeTierChangesWhereTheLeafIs : public ThreadsBringingPathsIn {
+class ThreeTierChangesWhereTheLeafIs : public ThreadsMissingPages {
  protected:
   void SetUp() override {
     if (GetParam() != Architecture::kThreeTier) GTEST_SKIP() << "3tier alone has mini pages";
-    ThreadsBringingPathsIn::SetUp();
+    ThreadsMissingPages::SetUp();
   }
   void reopen() {
     rows_ = Table<std::uint64_t, Row>(nullptr);
@@ -790,7 +805,7 @@ INSTANTIATE_TEST_SUITE_P(ThreeTier, ThreeTierChangesWhereTheLeafIs,
                          ::testing::Values(Architecture::kThreeTier),
                          testing_support::ArchitectureTestName{});
 
-INSTANTIATE_TEST_SUITE_P(BufferManaged, ThreadsBringingPathsIn,
+INSTANTIATE_TEST_SUITE_P(BufferManaged, ThreadsMissingPages,
                          ::testing::Values(Architecture::kThreeTier, Architecture::kBasicNvm,
                                            Architecture::kSsdBm),
                          testing_support::ArchitectureTestName{});

@@ -138,7 +138,7 @@ BufferManager::Guard BufferManager::fix_through_table(Swip& swip, Guard* parent,
   FrameHeader* frame = find_or_load(swip.page_id(), nullptr);
   // 2. Fix it, then swizzle the swip so the next fix skips the table.
   Guard guard = pin(frame);
-  if (swizzling_ && may_swizzle) swizzle(swip, frame, parent);
+  if (swizzling_ && may_swizzle) swizzle(swip, frame, parent != nullptr ? parent->frame_ : nullptr);
   return guard;
 }
 

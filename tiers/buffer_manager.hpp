@@ -14,7 +14,7 @@
 //
 // Its definitions are split by concept: buffer_manager.cpp (construction, fixing pages,
 // counters), line_loading.cpp (loads from NVM and SSD, mini pages, promotion), ssd_loads.cpp
-// (readers' SSD reads in flight), reader_misses.cpp, swizzling.cpp,
+// (readers' SSD reads in flight), reader_misses.cpp, changer_misses.cpp, swizzling.cpp,
 // dram_eviction.cpp, nvm_cache.cpp (admission, NVM eviction) and write_back.cpp (dirty lines
 // and pages to NVM and SSD, checkpoints, close). The hot paths are inline below.
 //
@@ -43,7 +43,10 @@
 // reader may be looking at is changed or reused under it: lines are only added (a mini page
 // keeps them in load order; one whose lines must be sorted is replaced by a sorted copy), and
 // frames let go (evicted, replaced, promoted) go back to the pool only once the readers inside
-// then have left (tiers/retired_frames.hpp).
+// then have left (tiers/retired_frames.hpp). Changes beside each other (the latch in changes
+// mode, tiers/resident_writes.hpp) load a page not in DRAM into a free frame under the miss
+// latch too (tiers/changer_misses.cpp), and checkpoints beside them write each frame back
+// under it; nothing is evicted or let go beside changes.
 #include <array>
 #include <atomic>
 #include <cassert>
@@ -151,8 +154,9 @@ class BufferManager {
   // changes mode: begin_write_back_round after the checkpoint's begin record (frames dirtied
   // from then on belong to the new round: their changes are logged after it), then
   // write_back_beside until it returns true, each call writing back up to `max_pages` of the
-  // frames dirty since an earlier round, each under its frame latch, so the latch can be let
-  // go in between; write_back_all(true) finishes. Frames that own swizzled swips are left to
+  // frames dirty since an earlier round, each under its frame latch and then the miss latch
+  // (changes' misses take frames meanwhile), so the latch can be let go in between;
+  // write_back_all(true) finishes. Frames that own swizzled swips are left to
   // write_back_all, which knows where the swips are.
   void begin_write_back_round();
   bool write_back_beside(std::size_t max_pages);
@@ -218,6 +222,11 @@ class BufferManager {
       __builtin_prefetch(nvm + std::size_t{line} * kCacheLineSize);
   }
   const std::byte* read_for_reader(FrameHeader*& frame, std::uint32_t offset, std::uint32_t length);
+  // A change's miss beside other changes (tiers/changer_misses.cpp): the frame `swip` leads
+  // to, loaded into a free frame if need be and swizzled as fix() would (parent: the frame the
+  // changer read the swip from). Throws RetryExclusively when no frame is free (nothing is
+  // evicted beside changes), Error as fix() does.
+  FrameHeader* fix_beside_changes(Swip& swip, FrameHeader* parent);
   // Whether a fix through `swip` (held in parent_frame; null: a root swip) would swizzle it.
   bool would_swizzle(const Swip& swip, const FrameHeader* child, FrameHeader* parent_frame) const;
   void add_resident_reads(std::uint64_t swizzled_hits, std::uint64_t page_table_lookups,
@@ -282,11 +291,13 @@ class BufferManager {
   FullFrame* promote(MiniPage* mini);
   void release_promoted(MiniPage* mini);
   class ServingReader;
+  class ServingChanger;
   bool is_live(const FrameHeader* frame) const;
   // A frame let go: to the pool, or retired while readers may be beside the manager.
   void release_frame(FrameHeader* frame);
   std::size_t reclaim_retired();
-  void swizzle(Swip& swip, FrameHeader* child, Guard* parent);
+  // parent_frame: the full frame holding `swip`, null for a root swip.
+  void swizzle(Swip& swip, FrameHeader* child, FrameHeader* parent_frame);
   void unswizzle(FrameHeader* frame);
   FullFrame* allocate_full();
   MiniPage* allocate_mini();
@@ -359,6 +370,7 @@ class BufferManager {
   const std::byte* append_lines(FrameHeader* frame, std::uint32_t offset, std::uint32_t length);
   alignas(64) SpinLatch miss_latch_;
   alignas(64) bool sharing_ = false;  // a miss is served: readers may be beside it
+  bool changing_ = false;             // a change's miss is served: changes may be beside it
   RetiredFrames retired_;
 
   Counters counters_;

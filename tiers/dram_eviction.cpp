@@ -22,7 +22,7 @@ Frame* BufferManager::allocate(Need need, TryAllocate&& try_allocate) {
   for (;;) {
     if (Frame* frame = try_allocate()) return frame;
     if (reclaim_retired() > 0) continue;
-    if (sharing_) throw RetryExclusively{};
+    if (sharing_ || changing_) throw RetryExclusively{};
     if (!evict_for(need))
       fail("DRAM buffer pool exhausted: all {} frames are fixed or hold swizzled children",
            pool_.slab_count());
@@ -46,7 +46,7 @@ MiniPage* BufferManager::allocate_mini() {
 }
 
 void BufferManager::release_frame(FrameHeader* frame) {
-  if (sharing_)
+  if (sharing_ || changing_)
     retired_.retire(frame);
   else
     pool_.release(frame);

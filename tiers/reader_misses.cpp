@@ -61,7 +61,7 @@ FrameHeader* BufferManager::fix_for_reader(Swip& swip, FrameHeader* parent) {
       FrameHeader* child = find_or_load(seen.page_id(), &load);
       if (child == nullptr) continue;
       Guard guard = pin(child);  // unfixed on return: readers hold no fixes
-      if (swizzling_ && may_swizzle) swizzle(swip, child, parent_live ? &parent_guard : nullptr);
+      if (swizzling_ && may_swizzle) swizzle(swip, child, parent_live ? page_frame : nullptr);
       return child;
     } catch (const RetryExclusively&) {
       ++counters_.reader_retries;

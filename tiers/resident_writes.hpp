@@ -1,11 +1,11 @@
 #pragma once
 // Changes of single leaf entries side by side, while the database latch is held for changes
 // (engine/operation_latch.hpp): no reader outside a transaction and no exclusive holder runs,
-// so the buffer pool, the page table, the swips and every inner node stay as they are; only
-// leaf entries change, and lines are appended. So inner nodes are read without a latch, and
-// leaves are latched in their frame (latch_leaf: FrameHeader::latch_shared, or
-// latch_exclusive for a change). A thread waits for at most one frame latch at a time (an
-// append only tries another frame's), so the latches cannot deadlock. A lookup
+// so no frame is let go and every inner node stays as it is (but for swips swizzled, below);
+// leaf entries change, lines are appended, pages are loaded into free frames. So inner nodes are
+// read without a latch, and leaves are latched in their frame (latch_leaf:
+// FrameHeader::latch_shared, or latch_exclusive for a change). A thread waits for at most one frame
+// latch at a time (an append only tries another frame's), so the latches cannot deadlock. A lookup
 // reads its leaf optimistically instead (read_leaf): it writes nothing shared, and reads again
 // if a change ran beside it.
 //
@@ -15,11 +15,16 @@
 // that simply append to their frame (BufferManager::append_beside_changes: no resident line
 // moves) are loaded beside the changes, under the frame's exclusive latch.
 //
-// Anything more (a page not in DRAM, a swip to swizzle, a line that does not simply append,
-// a leaf to split or merge) throws RetryExclusively before anything is changed, and the caller runs
-// the operation again under the exclusive latch; where only loading was missing (needs_loading), it
-// may first load the path and the runs the change claimed (to_load) as a reader and try beside once
-// more. Fixes are counted per thread (BufferManager::add_resident_reads).
+// A page not in DRAM is loaded into a free frame, and a swip swizzled, under the buffer
+// manager's miss latch beside the changes (BufferManager::fix_beside_changes): frames are
+// taken there, never let go, and swips are stored atomically, so a changer reads each swip
+// once (Swip::load).
+//
+// Anything more (no free frame, a line that does not simply append, a leaf to split or merge)
+// throws RetryExclusively before anything is changed, and the caller runs the operation again
+// under the exclusive latch; where only loading was missing (needs_loading), it may first load
+// the path and the runs the change claimed (to_load) as a reader and try beside once more.
+// Fixes are counted per thread (BufferManager::add_resident_reads).
 //
 // It models PageAccess for lookups and single-entry changes; allocate_page, move_swips,
 // swip_of and free_page must never be reached (the B-tree refuses first: refuse_structure_change)
@@ -153,20 +158,13 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
   ResidentWrites& operator=(const ResidentWrites&) = delete;
 
   Guard fix(Swip& swip, Guard* parent) {
+    const Swip seen = Swip::load(swip);  // a miss beside may swizzle it: read it once
     FrameHeader* frame;
-    if (swip.is_swizzled()) [[likely]] {
+    if (seen.is_swizzled()) [[likely]] {
       ++swizzled_hits_;
-      frame = swip.frame<FrameHeader>();
+      frame = seen.frame<FrameHeader>();
     } else {
-      frame = manager_.frame_in_dram(swip.page_id());
-      if (frame == nullptr) {
-        to_load_.anything = true;
-        throw RetryExclusively{};
-      }
-      // Swizzling writes the parent and the child's back-reference: the exclusive latch's.
-      if (manager_.would_swizzle(swip, frame, parent != nullptr ? parent->frame_ : nullptr))
-        throw RetryExclusively{};
-      ++page_table_lookups_;
+      frame = fix_unswizzled(seen, swip, parent);
     }
     // Nothing leads to a frame let go once no reader is inside; should it, leave it alone.
     if (frame->has(frame_flag::kLetGo)) [[unlikely]]
@@ -225,6 +223,24 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
   bool needs_loading() const { return to_load_.anything; }
 
  private:
+  // Through the page table; a page not in DRAM (or being read from SSD) and a swip to
+  // swizzle go to the miss latch beside the changes, and where no frame is free there, the
+  // caller brings the path in as a reader.
+  [[gnu::noinline]] FrameHeader* fix_unswizzled(Swip seen, Swip& swip, Guard* parent) {
+    FrameHeader* parent_frame = parent != nullptr ? parent->frame_ : nullptr;
+    FrameHeader* frame = manager_.frame_in_dram(seen.page_id());
+    if (frame != nullptr && !frame->has(frame_flag::kLoading) &&
+        !manager_.would_swizzle(swip, frame, parent_frame)) {
+      ++page_table_lookups_;
+      return frame;
+    }
+    try {
+      return manager_.fix_beside_changes(swip, parent_frame);
+    } catch (const RetryExclusively&) {
+      to_load_.anything = true;
+      throw;
+    }
+  }
   void note_to_load(const ByteRange& run) {
     to_load_.anything = true;
     if (to_load_.run_count < to_load_.runs.size()) to_load_.runs[to_load_.run_count++] = run;

@@ -25,8 +25,7 @@ bool BufferManager::would_swizzle(const Swip& swip, const FrameHeader* child,
          address + sizeof(Swip) <= full->data + kPageSize;
 }
 
-void BufferManager::swizzle(Swip& swip, FrameHeader* child, Guard* parent) {
-  FrameHeader* parent_frame = parent != nullptr ? parent->frame_ : nullptr;
+void BufferManager::swizzle(Swip& swip, FrameHeader* child, FrameHeader* parent_frame) {
   if (!would_swizzle(swip, child, parent_frame)) return;
   if (parent_frame == nullptr) {
     child->owner.root_swip = &swip;

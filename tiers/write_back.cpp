@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <vector>
@@ -263,17 +264,36 @@ void BufferManager::begin_write_back_round() {
 }
 
 bool BufferManager::write_back_beside(std::size_t max_pages) {
-  // Changes mode: frames are neither taken nor let go, and swips are neither swizzled nor
-  // unswizzled; changers change full frames and mini pages, each under its frame latch.
+  // Changes mode: frames are taken (a change's miss, tiers/changer_misses.cpp), and let go
+  // only when retired earlier or when an SSD read fails; changers change full frames and mini
+  // pages, each under its frame latch. The pool's slabs, a frame's state and its swips are
+  // read under the miss latch too, as misses change them.
   const std::uint32_t round = write_back_round_.load(std::memory_order_relaxed);
   std::size_t written = 0;
-  // Each under its frame latch (a changer may hold it): a full frame only if first dirtied
-  // before this round, a mini page (it has no round) whenever it is dirty.
-  auto write_back_latched = [&](FrameHeader* frame) {
+  // A full frame first dirtied before this round (one with swizzled children waits for the
+  // checkpoint's exclusive end), or a mini page (it has no round) whenever it is dirty.
+  using SlabKind = FramePool::SlabKind;
+  constexpr std::size_t kFull = FramePool::kMinisPerSlab;  // in place of a mini page's index
+  auto frame_at = [&](std::size_t slab, std::size_t mini) {
+    return mini == kFull ? &pool_.full_frame(slab)->header : &pool_.mini_page(slab, mini)->header;
+  };
+  auto to_write = [&](std::size_t slab, std::size_t mini) {
+    if (mini != kFull)
+      return pool_.kind(slab) == SlabKind::kMini && (pool_.minis_in_use(slab) & (1u << mini)) &&
+             !frame_at(slab, mini)->has(frame_flag::kLetGo);
+    const FullFrame* full = pool_.full_frame(slab);
+    return pool_.kind(slab) == SlabKind::kFull && !full->header.has(frame_flag::kRetired) &&
+           full->swizzled_children == 0 && full->dirty_round < round;
+  };
+  // Under its frame latch (a changer may hold it), then the miss latch, checked again there: a
+  // miss never waits for a frame latch while it holds the miss latch, so the two cannot
+  // deadlock.
+  auto write_back_latched = [&](std::size_t slab, std::size_t mini) {
+    FrameHeader* frame = frame_at(slab, mini);
     frame->latch_exclusive();
     try {
-      if (frame->is_mini() || as_full(frame)->dirty_round < round)
-        written += write_back_dirty(frame, {}, nullptr) ? 1 : 0;
+      const std::lock_guard serving(miss_latch_);
+      if (to_write(slab, mini)) written += write_back_dirty(frame, {}, nullptr) ? 1 : 0;
     } catch (...) {
       frame->unlatch_exclusive();
       throw;
@@ -281,19 +301,26 @@ bool BufferManager::write_back_beside(std::size_t max_pages) {
     frame->unlatch_exclusive();
   };
   const std::size_t last_slab = std::min(pool_.slab_count(), write_back_cursor_ + kSlabsPerBatch);
+  std::array<std::size_t, FramePool::kMinisPerSlab> in_use;
   for (; write_back_cursor_ < last_slab && written < max_pages; ++write_back_cursor_) {
     const std::size_t slab = write_back_cursor_;
-    if (pool_.kind(slab) == FramePool::SlabKind::kFull) {
-      FullFrame* full = pool_.full_frame(slab);
-      if (!full->header.has(frame_flag::kRetired) && full->swizzled_children == 0)
-        write_back_latched(&full->header);
-    } else if (pool_.kind(slab) == FramePool::SlabKind::kMini) {
-      for (std::size_t i = 0; i < FramePool::kMinisPerSlab; ++i) {
-        if ((pool_.minis_in_use(slab) & (1u << i)) == 0) continue;
-        FrameHeader* frame = &pool_.mini_page(slab, i)->header;
-        if (!frame->has(frame_flag::kLetGo)) write_back_latched(frame);
+    // The slab's frames that stay in use while the changes run: not let go (a frame retired
+    // earlier goes back to the pool when a miss reclaims it) and not being read from SSD (a
+    // failed read lets its frame go).
+    std::size_t count = 0;
+    auto stays = [&](std::size_t mini) {
+      return !frame_at(slab, mini)->has(frame_flag::kLetGo | frame_flag::kLoading);
+    };
+    {
+      const std::lock_guard serving(miss_latch_);
+      if (pool_.kind(slab) == SlabKind::kFull) {
+        if (stays(kFull)) in_use[count++] = kFull;
+      } else if (pool_.kind(slab) == SlabKind::kMini) {
+        for (std::size_t i = 0; i < FramePool::kMinisPerSlab; ++i)
+          if ((pool_.minis_in_use(slab) & (1u << i)) && stays(i)) in_use[count++] = i;
       }
     }
+    for (std::size_t i = 0; i < count; ++i) write_back_latched(slab, in_use[i]);
   }
   return write_back_cursor_ >= pool_.slab_count();
 }

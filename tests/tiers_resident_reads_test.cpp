@@ -245,18 +245,37 @@ TEST(TiersRetiredFrames, AFrameComesBackOnlyAfterEveryReaderInsideHasLeft) {
   while (step.load() != 1) std::this_thread::yield();
   retired.retire(&a);
   EXPECT_TRUE(a.has(frame_flag::kRetired));
-  EXPECT_EQ(retired.reclaim(&slots, release), 0u) << "the reader is inside";
+  EXPECT_EQ(retired.reclaim(&slots, false, release), 0u) << "the reader is inside";
   step = 2;
   while (step.load() != 3) std::this_thread::yield();
   retired.retire(&b);
-  EXPECT_EQ(retired.reclaim(&slots, release), 1u) << "a: its reader left, though inside again";
+  EXPECT_EQ(retired.reclaim(&slots, false, release), 1u)
+      << "a: its reader left, though inside again";
   EXPECT_EQ(released, std::vector<FrameHeader*>{&a});
-  EXPECT_EQ(retired.reclaim(&slots, release), 0u) << "b: the reader inside when it went is";
+  EXPECT_EQ(retired.reclaim(&slots, false, release), 0u) << "b: the reader inside when it went is";
   step = 4;
   reader.join();
-  EXPECT_EQ(retired.reclaim(&slots, release), 1u);
+  EXPECT_EQ(retired.reclaim(&slots, false, release), 1u);
   EXPECT_TRUE(retired.empty());
   EXPECT_EQ(released, (std::vector<FrameHeader*>{&a, &b}));
+}
+
+// Changes hold no reader slot: a frame let go beside them comes back only once no change
+// may be inside, whatever the readers do.
+TEST(TiersRetiredFrames, AFrameLetGoBesideChangesComesBackOnlyOnceNoChangeIsInside) {
+  ReaderSlots slots;
+  RetiredFrames retired;
+  FrameHeader a;
+  std::vector<FrameHeader*> released;
+  auto release = [&](FrameHeader* frame) { released.push_back(frame); };
+  retired.retire_beside_changes(&a);
+  EXPECT_TRUE(a.has(frame_flag::kRetired));
+  EXPECT_FALSE(retired.empty());
+  EXPECT_EQ(retired.reclaim(&slots, true, release), 0u) << "changes may be inside";
+  EXPECT_EQ(retired.reclaim(nullptr, true, release), 0u) << "no reader, but changes";
+  EXPECT_EQ(retired.reclaim(&slots, false, release), 1u);
+  EXPECT_EQ(released, std::vector<FrameHeader*>{&a});
+  EXPECT_TRUE(retired.empty());
 }
 
 TEST(TiersResidentReads, ChangingCallsAreRefused) {

@@ -227,6 +227,17 @@ class BufferManager {
   // changer read the swip from). Throws RetryExclusively when no frame is free (nothing is
   // evicted beside changes), Error as fix() does.
   FrameHeader* fix_beside_changes(Swip& swip, FrameHeader* parent);
+  // Lines of a page's DRAM frame that do not simply append (a mini page to sort into a copy
+  // or to promote), beside changes: the bytes and the frame that holds them now, or {bytes:
+  // null} where the miss latch cannot serve them (the frame is latched by another or let go,
+  // no frame is free). `latched`: the caller holds the frame's exclusive latch (its leaf,
+  // for its change), which moves to the new frame if the page moves; else it is tried here.
+  struct Served {
+    const std::byte* bytes = nullptr;
+    FrameHeader* frame = nullptr;
+  };
+  Served load_beside_changes(FrameHeader* frame, std::uint32_t offset, std::uint32_t length,
+                             bool latched);
   // Whether a fix through `swip` (held in parent_frame; null: a root swip) would swizzle it.
   bool would_swizzle(const Swip& swip, const FrameHeader* child, FrameHeader* parent_frame) const;
   void add_resident_reads(std::uint64_t swizzled_hits, std::uint64_t page_table_lookups,
@@ -292,6 +303,12 @@ class BufferManager {
   void release_promoted(MiniPage* mini);
   class ServingReader;
   class ServingChanger;
+  // A frame made beside changes (a mini page's copy, its full frame) is latched by its maker
+  // before anything leads to it: the change that moved there holds it.
+  static void latch_made_beside_changes(FrameHeader& frame) {
+    [[maybe_unused]] const bool latched = frame.try_latch_exclusive();
+    assert(latched && "a new frame nobody can reach yet");
+  }
   bool is_live(const FrameHeader* frame) const;
   // A frame let go: to the pool, or retired while readers may be beside the manager.
   void release_frame(FrameHeader* frame);

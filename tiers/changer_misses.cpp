@@ -1,8 +1,11 @@
 // BufferManager (tiers/buffer_manager.hpp): misses of changes beside each other, which hold
-// the database latch for changes (tiers/resident_writes.hpp). A page not in DRAM is loaded
-// into a free frame, and a swip swizzled, under the miss latch while the other changes go on;
-// nothing is evicted or let go beside changes: where no frame is free, the change brings its
-// path in as a reader (whose misses evict ahead) and tries beside again.
+// the database latch for changes (tiers/resident_writes.hpp), served under the miss latch
+// while the other changes go on. A page not in DRAM is loaded into a free frame, and a swip
+// swizzled; a mini page whose lines do not simply append is sorted into a copy or promoted,
+// under its frame latch, the new frame latched before anything leads to it. Nothing is
+// evicted beside changes, and what is let go waits until no change may be inside
+// (tiers/retired_frames.hpp): where no frame is free, the change brings its path in as a
+// reader (whose misses evict ahead) and tries beside again.
 #include "tiers/buffer_manager.hpp"
 
 namespace tristore {
@@ -53,6 +56,37 @@ FrameHeader* BufferManager::fix_beside_changes(Swip& swip, FrameHeader* parent) 
     }
     return child;
   }
+}
+
+BufferManager::Served BufferManager::load_beside_changes(FrameHeader* frame, std::uint32_t offset,
+                                                         std::uint32_t length, bool latched) {
+  const ServingChanger serving(*this);
+  // 1. The frame, latched against changes (the caller's leaf, or tried here: a miss never
+  //    waits for a frame latch), and still the page's.
+  if (!latched && !frame->try_latch_exclusive()) return {};
+  Served served{nullptr, frame};
+  if (!frame->has(frame_flag::kLetGo) && is_live(frame)) {
+    ++counters_.changer_misses;
+    // 2. The lines: a copy or a full frame may take the page over, latched by this thread.
+    //    No frame free: nothing changed.
+    const PageId page_id = frame->page_id;
+    try {
+      Guard pinned = pin(frame);  // a mini page let go goes when its pins do
+      served.bytes = make_resident(frame, offset, length);
+    } catch (const RetryExclusively&) {
+    } catch (...) {  // an Error: the latches taken here go
+      auto* now = static_cast<FrameHeader*>(*page_table_.find(page_id));
+      if (now != frame) now->unlatch_exclusive();
+      if (!latched) frame->unlatch_exclusive();
+      throw;
+    }
+    served.frame = static_cast<FrameHeader*>(*page_table_.find(page_id));
+  }
+  // 3. The caller's latch moves with the page. A changer that was waiting for the old frame
+  //    finds it let go.
+  if (served.frame != frame) frame->unlatch_exclusive();
+  if (!latched) served.frame->unlatch_exclusive();
+  return served;
 }
 
 }  // namespace tristore

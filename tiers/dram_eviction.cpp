@@ -46,7 +46,9 @@ MiniPage* BufferManager::allocate_mini() {
 }
 
 void BufferManager::release_frame(FrameHeader* frame) {
-  if (sharing_ || changing_)
+  if (changing_)
+    retired_.retire_beside_changes(frame);
+  else if (sharing_)
     retired_.retire(frame);
   else
     pool_.release(frame);
@@ -54,7 +56,8 @@ void BufferManager::release_frame(FrameHeader* frame) {
 
 std::size_t BufferManager::reclaim_retired() {
   if (retired_.empty()) return 0;
-  return retired_.reclaim(readers_, [this](FrameHeader* frame) { pool_.release(frame); });
+  return retired_.reclaim(readers_, changing_,
+                          [this](FrameHeader* frame) { pool_.release(frame); });
 }
 
 bool BufferManager::evictable(FrameHeader* frame) const {

@@ -116,8 +116,9 @@ std::byte* BufferManager::make_resident_mini(MiniPage* mini, std::uint32_t offse
     return bytes + offset % kCacheLineSize;
   }
   // 3. Some here, not all in a run: the lines are put in order, in a copy that replaces the
-  //    mini page while readers may be beside (no line they see moves), else in place.
-  MiniPage* target = sharing_ ? replace_mini(mini) : mini;
+  //    mini page while readers or changes may be beside (no line they see moves), else in
+  //    place.
+  MiniPage* target = sharing_ || changing_ ? replace_mini(mini) : mini;
   sort_lines_with(mini, target, first, last);
   // 4. The copy becomes the page's frame: the page table and the owning swip lead to it.
   if (target != mini) {
@@ -191,6 +192,7 @@ MiniPage* BufferManager::replace_mini(MiniPage* mini) {
     from.clear(kOwnership);
   }
   to.set(frame_flag::kReferenced);
+  if (changing_) latch_made_beside_changes(to);
   from.set(frame_flag::kReplaced);
   from.bump_version_keeping_latch();
   ++counters_.mini_page_copies;
@@ -215,6 +217,7 @@ FullFrame* BufferManager::promote(MiniPage* mini) {
   }
   // A mini page keeps no round: its dirty lines count as older than any.
   full->dirty_round = 0;
+  if (changing_) latch_made_beside_changes(full->header);
   // 3. The page table and the owning swip now lead to the full frame.
   page_table_.insert_or_assign(from.page_id, &full->header);
   if (from.has(frame_flag::kSwizzled)) {

@@ -16,11 +16,15 @@
 // moves) are loaded beside the changes, under the frame's exclusive latch.
 //
 // A page not in DRAM is loaded into a free frame, and a swip swizzled, under the buffer
-// manager's miss latch beside the changes (BufferManager::fix_beside_changes): frames are
-// taken there, never let go, and swips are stored atomically, so a changer reads each swip
-// once (Swip::load).
+// manager's miss latch beside the changes (BufferManager::fix_beside_changes); swips are
+// stored atomically, so a changer reads each swip once (Swip::load). Lines that do not simply
+// append (a mini page to sort into a copy, or to promote) are loaded there too, under the
+// frame's exclusive latch (BufferManager::load_beside_changes): the page moves to a new
+// frame, latched before anything leads to it, and the guard follows it, latch and all. The
+// old frame is let go but not reused while changes may be inside (tiers/retired_frames.hpp):
+// a changer that latches it, or reads it optimistically, finds it let go and runs again.
 //
-// Anything more (no free frame, a line that does not simply append, a leaf to split or merge)
+// Anything more (no free frame, a frame another thread has latched, a leaf to split or merge)
 // throws RetryExclusively before anything is changed, and the caller runs the operation again
 // under the exclusive latch; where only loading was missing (needs_loading), it may first load
 // the path and the runs the change claimed (to_load) as a reader and try beside once more.
@@ -79,9 +83,10 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
       if (whole_ != nullptr) [[likely]]
         return whole_ + offset;
       if (const std::byte* bytes = resident_bytes(frame_, offset, length)) return bytes;
-      // Missing lines that simply append to the frame are loaded here; others are not this
-      // thread's to load beside changes.
+      // Missing lines that simply append to the frame are loaded here, others under the miss
+      // latch (the page may move to another frame, which the guard follows).
       if (const std::byte* bytes = append(offset, length)) return bytes;
+      if (const std::byte* bytes = load(offset, length)) return bytes;
       access_->to_load_.anything = true;
       throw RetryExclusively{};
     }
@@ -94,7 +99,7 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
       bool missing = false;
       for (const ByteRange& run : runs) {
         if (resident_bytes(frame_, run.offset, run.length) != nullptr ||
-            append(run.offset, run.length) != nullptr)
+            append(run.offset, run.length) != nullptr || load(run.offset, run.length) != nullptr)
           continue;
         access_->note_to_load(run);
         missing = true;
@@ -142,10 +147,24 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
       return access_->manager_.append_beside_changes(frame_, offset, length,
                                                      latched_ == Latched::kExclusive);
     }
+    // Not under the shared latch: it cannot become the exclusive latch the load needs.
+    const std::byte* load(std::uint32_t offset, std::uint32_t length) const {
+      if (latched_ == Latched::kShared) return nullptr;
+      const BufferManager::Served served = access_->manager_.load_beside_changes(
+          frame_, offset, length, latched_ == Latched::kExclusive);
+      if (served.bytes == nullptr) return nullptr;
+      if (served.frame != frame_) {
+        frame_ = served.frame;
+        whole_ = data_if_whole(frame_);
+      }
+      return served.bytes;
+    }
 
     ResidentWrites* access_ = nullptr;  // whose flag and runs a miss notes
-    FrameHeader* frame_ = nullptr;      // latched when latched_ says so
-    std::byte* whole_ = nullptr;        // frame_'s data when it is a full frame, all lines resident
+    // latched when latched_ says so; a load may move the page (and the latch) to a new frame.
+    mutable FrameHeader* frame_ = nullptr;
+    // frame_'s data when it is a full frame, all lines resident.
+    mutable std::byte* whole_ = nullptr;
     enum class Latched : std::uint8_t { kNo, kShared, kExclusive } latched_ = Latched::kNo;
   };
 
@@ -167,8 +186,10 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
       frame = fix_unswizzled(seen, swip, parent);
     }
     // Nothing leads to a frame let go once no reader is inside; should it, leave it alone.
-    if (frame->has(frame_flag::kLetGo)) [[unlikely]]
+    if (frame->has(frame_flag::kLetGo)) [[unlikely]] {
+      to_load_.anything = true;
       throw RetryExclusively{};
+    }
     frame->mark_referenced();
     return Guard(this, frame);
   }
@@ -180,10 +201,13 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
     if (!for_change) {
       leaf.frame_->latch_shared();
       leaf.latched_ = Guard::Latched::kShared;
-      return;
+    } else {
+      leaf.frame_->latch_exclusive();
+      leaf.latched_ = Guard::Latched::kExclusive;
     }
-    leaf.frame_->latch_exclusive();
-    leaf.latched_ = Guard::Latched::kExclusive;
+    // A load beside may have moved the page to a new frame meanwhile: this one is left alone.
+    if (leaf.frame_->has(frame_flag::kLetGo)) [[unlikely]]
+      let_go_under(leaf);
   }
   // Runs read() on a leaf that no latch_leaf latched, without a latch: again while a change
   // ran beside it (the frame's version moved), after a few tries under the shared latch, which
@@ -192,15 +216,19 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
   template <typename Read>
   auto read_leaf(Guard& leaf, Read&& read) {
     assert(leaf.latched_ == Guard::Latched::kNo);
-    const FrameHeader* frame = leaf.frame_;
     for (unsigned attempt = 0; attempt < kOptimisticAttempts; ++attempt) {
+      const FrameHeader* frame = leaf.frame_;  // a load in read() may move the page
       const std::uint64_t version = frame->optimistic_version();
       auto result = [&] {
         [[maybe_unused]] const IgnoringRacingReads ignoring;
         return read();
       }();
-      if (frame->unchanged_since(version)) [[likely]]
+      if (leaf.frame_ == frame && frame->unchanged_since(version)) [[likely]] {
+        // The flag is set before the version moves: a frame let go since is seen so.
+        if (frame->has(frame_flag::kLetGo)) [[unlikely]]
+          let_go_under(leaf);
         return result;
+      }
       ++leaf_reads_retried_;
     }
     latch_leaf(leaf, false);
@@ -240,6 +268,13 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
       to_load_.anything = true;
       throw;
     }
+  }
+  // The leaf's frame was let go (its page moved beside this change): the operation runs
+  // again, finding the page where it is now.
+  [[noreturn]] void let_go_under(Guard& leaf) {
+    leaf.release();
+    to_load_.anything = true;
+    throw RetryExclusively{};
   }
   void note_to_load(const ByteRange& run) {
     to_load_.anything = true;

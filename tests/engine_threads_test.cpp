@@ -696,6 +696,49 @@ TEST_P(ThreadsMissingPages, AReadInATransactionLoadsTheLeafItMisses) {
   EXPECT_EQ(row.filler[13], kKey * 31 + 7);
 }
 
+// With no frame free (a thread alone filled DRAM under the exclusive latch, which evicts on
+// demand), a change beside others evicts nothing: it stops, and a reader's misses evict ahead
+// (the first such bring-in, finding nothing free, runs exclusively itself: what it let go
+// waits for it to leave), and the changes after it load their leaves beside others into the
+// frames that left free.
+TEST_P(ThreadsMissingPages, WithNoFrameFreeAChangeEvictsNothingAndReadersEvictAhead) {
+  constexpr std::uint64_t kChanges = 48;  // more leaves than DRAM can have left free
+  constexpr std::uint64_t kStep = kKeys / 2 / kChanges;
+  std::thread([&] {  // alone after a few changes: exclusive; every leaf whole in a full frame
+    for (std::uint64_t key = 0; key < kKeys / 2; ++key)
+      ASSERT_TRUE(rows_.update(key, make_row(key, 8)));
+  })
+      .join();
+  before_ = db_->counters();
+  std::thread([&] {  // a thread new to the latch: beside others
+    for (std::uint64_t i = 0; i < kChanges; ++i) {
+      const std::uint64_t key = kKeys / 2 + i * kStep;
+      ASSERT_TRUE(rows_.update(key, make_row(key, 9)));
+    }
+  })
+      .join();
+  const Counters during = db_->counters() - before_;
+  std::printf("retried %llu, reader misses %llu, changer misses %llu, evictions %llu\n",
+              static_cast<unsigned long long>(during.changes_retried),
+              static_cast<unsigned long long>(during.reader_misses),
+              static_cast<unsigned long long>(during.changer_misses),
+              static_cast<unsigned long long>(during.dram_evictions));
+  EXPECT_GE(during.changes_retried, 1u) << "stopped where no frame was free";
+  EXPECT_GE(during.reader_misses, 1u) << "a reader's misses evicted ahead";
+  EXPECT_GE(during.dram_evictions, 1u);
+  EXPECT_GE(during.changer_misses, kChanges / 2) << "most leaves loaded beside others";
+  EXPECT_GE(during.changes_beside, kChanges / 2);
+  for (std::uint64_t key = 0; key < kKeys; ++key) {
+    Row row;
+    ASSERT_TRUE(rows_.get(key, row)) << key;
+    const bool second =
+        key >= kKeys / 2 && (key - kKeys / 2) % kStep == 0 && (key - kKeys / 2) / kStep < kChanges;
+    const std::uint64_t version = key < kKeys / 2 ? 8 : second ? 9 : 7;
+    ASSERT_EQ(row.version, version) << key;
+    ASSERT_EQ(row.filler[13], key * 31 + version) << key;
+  }
+}
+
 // 3tier: a leaf a reader left on a mini page (a few lines of it) is changed where it is once
 // the runs its change writes are resident there; a change that needs more lines loads just
 // them beside others (appended to the mini page, or with the page moved to a sorted copy or

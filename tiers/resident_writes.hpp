@@ -1,13 +1,14 @@
 #pragma once
 // Changes of single leaf entries side by side, while the database latch is held for changes
 // (engine/operation_latch.hpp): no reader outside a transaction and no exclusive holder runs,
-// so no frame is let go and every inner node stays as it is (but for swips swizzled, below);
-// leaf entries change, lines are appended, pages are loaded into free frames. So inner nodes are
-// read without a latch, and leaves are latched in their frame (latch_leaf:
-// FrameHeader::latch_shared, or latch_exclusive for a change). A thread waits for at most one frame
-// latch at a time (an append only tries another frame's), so the latches cannot deadlock. A lookup
-// reads its leaf optimistically instead (read_leaf): it writes nothing shared, and reads again
-// if a change ran beside it.
+// so no frame is evicted or reused, and the bytes of inner nodes stay as they are (but for
+// swips swizzled, below); leaf entries change, lines are appended, pages are loaded into free
+// frames or move to new ones. So inner nodes are read without a latch, and leaves are latched in
+// their frame (latch_leaf: FrameHeader::latch_shared, or latch_exclusive for a change). A thread
+// waits for at most one frame latch at a time (an append only tries another frame's), and the
+// buffer manager's miss latch is never held while waiting for a frame latch, so the latches
+// cannot deadlock. A lookup reads its leaf optimistically instead (read_leaf): it writes
+// nothing shared, and reads again if a change ran beside it.
 //
 // A leaf is changed where it is, a full frame or a mini page, once every run of bytes the
 // change writes is resident (claim_writes, asked before the first write: in a mini page, each
@@ -185,7 +186,7 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
     } else {
       frame = fix_unswizzled(seen, swip, parent);
     }
-    // Nothing leads to a frame let go once no reader is inside; should it, leave it alone.
+    // A frame let go: the page moved beside this change after the swip was read. Run again.
     if (frame->has(frame_flag::kLetGo)) [[unlikely]] {
       to_load_.anything = true;
       throw RetryExclusively{};

@@ -3,8 +3,8 @@
 
   scaling_plot.py RESULTS_DIR NAME
 
-Results are named PANEL_ARCH_tTHREADS.json; PANEL (ycsb-dram, ycsb-nvm, ycsb-ssd, ycsb-rw, tpcc) picks the
-panel.
+Results are named PANEL_ARCH_tTHREADS.json; PANEL (ycsb-dram, ycsb-nvm, ycsb-ssd, ycsb-rw, tpcc,
+tpcc-nvm) picks the panel.
 The two-thread points are labelled with their speed-up over the one-thread run.
 Writes results/plots/NAME.png.
 """
@@ -19,6 +19,7 @@ PANELS = {
     "ycsb-ssd": "YCSB-RO uniform, beyond NVM",
     "ycsb-rw": "YCSB-RW 50 % updates",
     "tpcc": "TPC-C",
+    "tpcc-nvm": "TPC-C, data in NVM",
 }
 
 
@@ -50,11 +51,13 @@ def main():
                     ax.annotate(f"{ops / one:.2f}x", (threads, ops), fontsize=7,
                                 textcoords="offset points", xytext=(3, 3), color=colour)
         config = runs[0]["config"]
-        detail = (f"{config['warehouses']} warehouses" if panel == "tpcc"
-                  else f"~{tr.mib(runs[0]['data_bytes']):.0f} MiB, DRAM {tr.mib(config['dram_bytes']):.0f} MiB")
+        tpcc = panel.startswith("tpcc")
+        detail = f"{config['warehouses']} warehouses" if tpcc else f"~{tr.mib(runs[0]['data_bytes']):.0f} MiB"
+        if panel != "tpcc":  # TPC-C in DRAM needs no budget named
+            detail += f", DRAM {tr.mib(config['dram_bytes']):.0f} MiB"
         ax.set_title(f"{PANELS[panel]} ({detail})", fontsize=9)
         ax.set_xlabel("worker threads (2 cores)")
-        ax.set_ylabel("throughput [ops/s]" if panel != "tpcc" else "throughput [tx/s]")
+        ax.set_ylabel("throughput [tx/s]" if tpcc else "throughput [ops/s]")
         ax.set_xticks(sorted({r["config"]["threads"] for r in runs}))
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)

@@ -6,6 +6,8 @@
 #              reads read a page from SSD, side by side (tiers/ssd_loads.cpp)
 #   ycsb-rw    YCSB with 50 % updates outside transactions (each durable), data in DRAM
 #   tpcc       TPC-C, 2 warehouses in DRAM, a terminal per thread at home in its warehouse
+#   tpcc-nvm   the same with DRAM 64 MiB, NVM 256 MiB: changes load pages and lines beside
+#              each other (tiers/changer_misses.cpp)
 # No NVM latency injected (with it, nvm-direct runs one thread at a time). Writes
 # results/threads/*.json and results/plots/threads.png. ~10 min.
 source "$(dirname "$0")/lib.sh"
@@ -34,6 +36,9 @@ for threads in $threads_list; do
     run "tpcc_${arch}_t${threads}" --arch "$arch" --threads "$threads" --workload tpcc \
       --warehouses 2 --dram 1GiB --nvm 2GiB --ssd 2GiB "$@"
   done
+  # (basic-nvm keeps every page in NVM: 256 MiB does not hold the tables' growth.)
+  run "tpcc-nvm_3tier_t${threads}" --arch 3tier --threads "$threads" --workload tpcc \
+    --warehouses 2 --dram 64MiB --nvm 256MiB --ssd 2GiB "$@"
   # nvm-direct keeps every page in NVM: room for the tables' growth.
   run "tpcc_nvm-direct_t${threads}" --arch nvm-direct --threads "$threads" --workload tpcc \
     --warehouses 2 --dram 1GiB --nvm 4GiB --ssd 2GiB "$@"

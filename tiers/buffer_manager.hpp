@@ -301,8 +301,7 @@ class BufferManager {
   void sort_lines_with(MiniPage* from, MiniPage* to, std::size_t first, std::size_t last);
   FullFrame* promote(MiniPage* mini);
   void release_promoted(MiniPage* mini);
-  class ServingReader;
-  class ServingChanger;
+  class ServingMiss;  // tiers/serving_miss.hpp
   // A frame made beside changes (a mini page's copy, its full frame) is latched by its maker
   // before anything leads to it: the change that moved there holds it.
   static void latch_made_beside_changes(FrameHeader& frame) {

@@ -7,34 +7,15 @@
 // (tiers/retired_frames.hpp): where no frame is free, the change brings its path in as a
 // reader (whose misses evict ahead) and tries beside again.
 #include "tiers/buffer_manager.hpp"
+#include "tiers/serving_miss.hpp"
 
 namespace tristore {
-
-// The miss latch, held while one change's miss is served. A checkpoint beside changes writes
-// each frame back under it too (write_back_beside), so neither sees the other's frame or swip
-// half made.
-class BufferManager::ServingChanger {
- public:
-  explicit ServingChanger(BufferManager& manager) : manager_(manager) {
-    manager_.miss_latch_.lock();
-    manager_.changing_ = true;
-  }
-  ~ServingChanger() {
-    manager_.changing_ = false;
-    manager_.miss_latch_.unlock();
-  }
-  ServingChanger(const ServingChanger&) = delete;
-  ServingChanger& operator=(const ServingChanger&) = delete;
-
- private:
-  BufferManager& manager_;
-};
 
 FrameHeader* BufferManager::fix_beside_changes(Swip& swip, FrameHeader* parent) {
   SsdLoad load;  // a read of the page from SSD, outside the miss latch
   for (bool counted = false;; counted = true) {
     if (load.frame != nullptr) await_ssd_load(load);
-    const ServingChanger serving(*this);
+    const ServingMiss serving(*this, &BufferManager::changing_);
     if (!counted) ++counters_.changer_misses;
     if (load.mine) finish_ssd_load(load);
     load = SsdLoad{};
@@ -45,13 +26,14 @@ FrameHeader* BufferManager::fix_beside_changes(Swip& swip, FrameHeader* parent) 
     //    read from SSD outside the latch. No free frame: RetryExclusively.
     FrameHeader* child = find_or_load(seen.page_id(), &load);
     if (child == nullptr) continue;
-    // 3. Swizzled as a fix would. Changers read the swip once and atomically; the parent is
-    //    an inner node, which no changer writes, and its write-back waits for the miss latch.
-    if (swizzling_ && would_swizzle(swip, child, parent)) {
+    // 3. Swizzled as a fix would (swizzle decides), a root swip or one in a live full frame.
+    //    Changers read the swip once and atomically; the parent is an inner node, which no
+    //    changer writes, and its write-back waits for the miss latch.
+    if (swizzling_) {
       FullFrame* holder = parent != nullptr ? holding_full_frame(parent) : nullptr;
-      if (holder == nullptr)
+      if (parent == nullptr)
         swizzle(swip, child, nullptr);
-      else if (is_live(&holder->header))
+      else if (holder != nullptr && is_live(&holder->header))
         swizzle(swip, child, &holder->header);
     }
     return child;
@@ -60,7 +42,7 @@ FrameHeader* BufferManager::fix_beside_changes(Swip& swip, FrameHeader* parent) 
 
 BufferManager::Served BufferManager::load_beside_changes(FrameHeader* frame, std::uint32_t offset,
                                                          std::uint32_t length, bool latched) {
-  const ServingChanger serving(*this);
+  const ServingMiss serving(*this, &BufferManager::changing_);
   // 1. The frame, latched against changes (the caller's leaf, or tried here: a miss never
   //    waits for a frame latch), and still the page's.
   if (!latched && !frame->try_latch_exclusive()) return {};

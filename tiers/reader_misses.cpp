@@ -8,28 +8,9 @@
 
 #include "tiers/buffer_manager.hpp"
 #include "tiers/poison.hpp"
+#include "tiers/serving_miss.hpp"
 
 namespace tristore {
-
-// The miss latch, held while one miss is served: misses take it in turn. While it is held,
-// frames let go are retired, not freed.
-class BufferManager::ServingReader {
- public:
-  explicit ServingReader(BufferManager& manager) : manager_(manager) {
-    manager_.miss_latch_.lock();
-    manager_.sharing_ = true;
-  }
-  ~ServingReader() {
-    manager_.retired_.picture_readers(manager_.readers_);
-    manager_.sharing_ = false;
-    manager_.miss_latch_.unlock();
-  }
-  ServingReader(const ServingReader&) = delete;
-  ServingReader& operator=(const ServingReader&) = delete;
-
- private:
-  BufferManager& manager_;
-};
 
 bool BufferManager::is_live(const FrameHeader* frame) const {
   void* const* entry = page_table_.find(frame->page_id);
@@ -40,7 +21,7 @@ FrameHeader* BufferManager::fix_for_reader(Swip& swip, FrameHeader* parent) {
   SsdLoad load;  // a read of the page from SSD, outside the miss latch
   for (bool counted = false;; counted = true) {
     if (load.frame != nullptr) await_ssd_load(load);
-    const ServingReader serving(*this);
+    const ServingMiss serving(*this, &BufferManager::sharing_);
     if (!counted) ++counters_.reader_misses;
     try {
       if (load.mine) finish_ssd_load(load);
@@ -75,7 +56,7 @@ const std::byte* BufferManager::read_for_reader(FrameHeader*& frame, std::uint32
   SsdLoad load;  // a read of the page from SSD, outside the miss latch
   for (;;) {
     if (load.frame != nullptr) await_ssd_load(load);
-    const ServingReader serving(*this);
+    const ServingMiss serving(*this, &BufferManager::sharing_);
     try {
       if (load.mine) finish_ssd_load(load);
       load = SsdLoad{};

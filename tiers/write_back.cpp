@@ -277,13 +277,20 @@ bool BufferManager::write_back_beside(std::size_t max_pages) {
   auto frame_at = [&](std::size_t slab, std::size_t mini) {
     return mini == kFull ? &pool_.full_frame(slab)->header : &pool_.mini_page(slab, mini)->header;
   };
+  // In use and staying so while the changes run: not let go (a frame retired earlier goes back
+  // to the pool when a miss reclaims it) and not being read from SSD (a failed read lets its
+  // frame go). Asked when a slab's frames are listed and again before each is written.
+  auto stays_in_use = [&](std::size_t slab, std::size_t mini) {
+    const bool in_use = mini == kFull ? pool_.kind(slab) == SlabKind::kFull
+                                      : pool_.kind(slab) == SlabKind::kMini &&
+                                            (pool_.minis_in_use(slab) & (1u << mini));
+    return in_use && !frame_at(slab, mini)->has(frame_flag::kLetGo | frame_flag::kLoading);
+  };
   auto to_write = [&](std::size_t slab, std::size_t mini) {
-    if (mini != kFull)
-      return pool_.kind(slab) == SlabKind::kMini && (pool_.minis_in_use(slab) & (1u << mini)) &&
-             !frame_at(slab, mini)->has(frame_flag::kLetGo);
+    if (!stays_in_use(slab, mini)) return false;
+    if (mini != kFull) return true;
     const FullFrame* full = pool_.full_frame(slab);
-    return pool_.kind(slab) == SlabKind::kFull && !full->header.has(frame_flag::kRetired) &&
-           full->swizzled_children == 0 && full->dirty_round < round;
+    return full->swizzled_children == 0 && full->dirty_round < round;
   };
   // Under its frame latch (a changer may hold it), then the miss latch, checked again there: a
   // miss never waits for a frame latch while it holds the miss latch, so the two cannot
@@ -304,21 +311,11 @@ bool BufferManager::write_back_beside(std::size_t max_pages) {
   std::array<std::size_t, FramePool::kMinisPerSlab> in_use;
   for (; write_back_cursor_ < last_slab && written < max_pages; ++write_back_cursor_) {
     const std::size_t slab = write_back_cursor_;
-    // The slab's frames that stay in use while the changes run: not let go (a frame retired
-    // earlier goes back to the pool when a miss reclaims it) and not being read from SSD (a
-    // failed read lets its frame go).
     std::size_t count = 0;
-    auto stays = [&](std::size_t mini) {
-      return !frame_at(slab, mini)->has(frame_flag::kLetGo | frame_flag::kLoading);
-    };
     {
       const std::lock_guard serving(miss_latch_);
-      if (pool_.kind(slab) == SlabKind::kFull) {
-        if (stays(kFull)) in_use[count++] = kFull;
-      } else if (pool_.kind(slab) == SlabKind::kMini) {
-        for (std::size_t i = 0; i < FramePool::kMinisPerSlab; ++i)
-          if ((pool_.minis_in_use(slab) & (1u << i)) && stays(i)) in_use[count++] = i;
-      }
+      for (std::size_t mini = 0; mini <= kFull; ++mini)
+        if (stays_in_use(slab, mini)) in_use[count++] = mini;
     }
     for (std::size_t i = 0; i < count; ++i) write_back_latched(slab, in_use[i]);
   }

@@ -1,0 +1,33 @@
+#pragma once
+// The miss latch held while one miss is served beside other threads: a reader's
+// (tiers/reader_misses.cpp, flag sharing_) or a change's (tiers/changer_misses.cpp, flag
+// changing_). Misses take it in turn; while it is held, frames let go are retired, not freed.
+// On leaving, the readers inside are pictured for the frames retired meanwhile (a change's
+// miss retires none there: its frames wait in retire_beside_changes). A checkpoint beside
+// changes writes each frame back under the latch too (write_back_beside), so neither sees the
+// other's frame or swip half made.
+#include "tiers/buffer_manager.hpp"
+
+namespace tristore {
+
+class BufferManager::ServingMiss {
+ public:
+  ServingMiss(BufferManager& manager, bool BufferManager::*beside)
+      : manager_(manager), beside_(beside) {
+    manager_.miss_latch_.lock();
+    manager_.*beside_ = true;
+  }
+  ~ServingMiss() {
+    manager_.retired_.picture_readers(manager_.readers_);
+    manager_.*beside_ = false;
+    manager_.miss_latch_.unlock();
+  }
+  ServingMiss(const ServingMiss&) = delete;
+  ServingMiss& operator=(const ServingMiss&) = delete;
+
+ private:
+  BufferManager& manager_;
+  bool BufferManager::*beside_;
+};
+
+}  // namespace tristore

@@ -845,6 +845,32 @@ TEST_P(ThreeTierChangesWhereTheLeafIs, ARemoveShiftingMoreThanAMiniPageIsPromote
   for (std::uint64_t key : {kKey - 1, kKey + 1, kKey + 50}) expect_row(key, 7);
 }
 
+// A scan in a transaction copies its leaf whole. On a mini page, the leaf is latched
+// exclusively (not shared) and promoted beside the changes, with the lines the mini page
+// lacks: nothing brought in, nothing run again.
+TEST_P(ThreeTierChangesWhereTheLeafIs, AScanInATransactionPromotesItsMiniPageLeafBeside) {
+  Row row;
+  ASSERT_TRUE(rows_.get(kKey, row));  // the leaf onto a mini page
+  before_ = db_->counters();
+  Transaction txn = db_->begin();
+  std::vector<std::uint64_t> keys;
+  rows_.scan(txn, kKey - 2, 5, [&](const std::uint64_t& key, const Row& seen) {
+    keys.push_back(key);
+    EXPECT_EQ(seen.version, 7u) << key;
+    EXPECT_EQ(seen.filler[13], key * 31 + 7) << key;
+    return true;
+  });
+  txn.commit();
+  const Counters during = db_->counters() - before_;
+  EXPECT_EQ(keys, (std::vector<std::uint64_t>{kKey - 2, kKey - 1, kKey, kKey + 1, kKey + 2}));
+  EXPECT_EQ(during.changes_retried, 0u) << "nothing brought in, nothing run again";
+  EXPECT_EQ(during.reader_misses, 0u);
+  EXPECT_GE(during.changer_misses, 1u);
+  EXPECT_EQ(during.mini_page_promotions, 1u) << "promoted beside the changes";
+  EXPECT_GT(during.nvm_lines_read, 16u) << "the lines its mini page lacked";
+  expect_row(kKey, 7);
+}
+
 INSTANTIATE_TEST_SUITE_P(ThreeTier, ThreeTierChangesWhereTheLeafIs,
                          ::testing::Values(Architecture::kThreeTier),
                          testing_support::ArchitectureTestName{});

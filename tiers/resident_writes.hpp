@@ -4,11 +4,12 @@
 // so no frame is evicted or reused, and the bytes of inner nodes stay as they are (but for
 // swips swizzled, below); leaf entries change, lines are appended, pages are loaded into free
 // frames or move to new ones. So inner nodes are read without a latch, and leaves are latched in
-// their frame (latch_leaf: FrameHeader::latch_shared, or latch_exclusive for a change). A thread
-// waits for at most one frame latch at a time (an append only tries another frame's), and the
-// buffer manager's miss latch is never held while waiting for a frame latch, so the latches
-// cannot deadlock. A lookup reads its leaf optimistically instead (read_leaf): it writes
-// nothing shared, and reads again if a change ran beside it.
+// their frame (latch_leaf: FrameHeader::latch_shared, or latch_exclusive for a change and for
+// a read of a leaf not whole in DRAM, whose misses, a scan's whole leaf too, are then served
+// beside the changes). A thread waits for at most one frame latch at a time (an append only
+// tries another frame's), and the buffer manager's miss latch is never held while waiting for a
+// frame latch, so the latches cannot deadlock. A lookup reads its leaf optimistically instead
+// (read_leaf): it writes nothing shared, and reads again if a change ran beside it.
 //
 // A leaf is changed where it is, a full frame or a mini page, once every run of bytes the
 // change writes is resident (claim_writes, asked before the first write: in a mini page, each
@@ -118,12 +119,14 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
       access_->manager_.mark_written(frame_, offset, length);
       return bytes;
     }
+    // A scan's leaf: one not whole in DRAM is latched exclusively (latch_leaf), and made
+    // whole here beside the changes, a mini page promoted (the guard follows it).
     std::byte* whole_page() const {
-      if (whole_ == nullptr) {
-        access_->to_load_.anything = true;
-        throw RetryExclusively{};
-      }
-      return whole_;
+      if (whole_ != nullptr) [[likely]]
+        return whole_;
+      if (const std::byte* bytes = load(0, kPageSize)) return const_cast<std::byte*>(bytes);
+      access_->to_load_.anything = true;
+      throw RetryExclusively{};
     }
     void mark_dirty(std::uint32_t offset, std::uint32_t length) {
       assert(latched_ == Latched::kExclusive);
@@ -196,10 +199,11 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
   }
 
   // A leaf the B-tree is about to read, or to change (where it is: its change claims the runs
-  // it writes first).
+  // it writes first). A read of a leaf not whole in DRAM latches it exclusively too: a line
+  // it misses is loaded beside the changes only under that latch (Guard::load).
   void latch_leaf(Guard& leaf, bool for_change) {
     assert(leaf.latched_ == Guard::Latched::kNo);
-    if (!for_change) {
+    if (!for_change && leaf.whole_ != nullptr) {
       leaf.frame_->latch_shared();
       leaf.latched_ = Guard::Latched::kShared;
     } else {

@@ -739,6 +739,98 @@ TEST_P(ThreadsMissingPages, WithNoFrameFreeAChangeEvictsNothingAndReadersEvictAh
   }
 }
 
+// Scans in transactions over leaves beyond DRAM (on 3tier, leaves on mini pages a scan
+// promotes beside the changes), beside a thread updating rows in transactions and a reader
+// outside transactions whose misses evict: every scan sees its rows in order, none missing,
+// each row whole, no row's version going back; and the table holds every update at the end.
+// Four threads on two cores.
+TEST_P(ThreadsMissingPages, ScansInTransactionsBeyondDramSeeWholeRowsBesideChangesAndEvictions) {
+  const std::uint64_t seed = testing_support::test_seed();
+  constexpr unsigned kScanners = 2;
+  constexpr int kScans = 120;
+  constexpr int kUpdates = 1500;
+  std::atomic<unsigned> scanners_left{kScanners};
+  std::vector<std::uint64_t> versions(kKeys, 7);  // the updater's, read at the end
+  versions[0] = 8;
+  std::atomic<unsigned> started{0};
+  on_threads(kScanners + 2, [&](unsigned t) {
+    std::mt19937_64 random(seed + t);
+    started.fetch_add(1);  // all at once, not one after another
+    while (started.load() < kScanners + 2) std::this_thread::yield();
+    if (t < kScanners) {
+      std::vector<std::uint64_t> seen(kKeys, 0);  // the newest version this scanner saw
+      for (int scan = 0; scan < kScans; ++scan) {
+        const std::uint64_t from = random() % kKeys;
+        const std::size_t limit = 1 + random() % 200;
+        for (bool done = false; !done;) {
+          std::uint64_t next = from;
+          try {
+            Transaction txn = db_->begin();
+            rows_.scan(txn, from, limit, [&](const std::uint64_t& key, const Row& row) {
+              if (key != next || row.key != key || row.filler[0] != key * 31 + row.version ||
+                  row.filler[13] != key * 31 + row.version || row.version < seen[key])
+                throw Error(
+                    fmt::format("scanner {}: key {} (expected {}) seen torn or old "
+                                "(version {}, seen {}; seed {})",
+                                t, key, next, row.version, seen[key], seed));
+              seen[key] = row.version;
+              ++next;
+              return true;
+            });
+            txn.commit();
+            done = true;
+          } catch (const LockConflict&) {  // a row the updater holds: scan again
+            continue;
+          }
+          const std::uint64_t expected_end = std::min<std::uint64_t>(from + limit, kKeys);
+          if (next != expected_end)
+            throw Error(
+                fmt::format("scanner {}: scan from {} limit {} ended at {}, not {} "
+                            "(seed {})",
+                            t, from, limit, next, expected_end, seed));
+        }
+      }
+      scanners_left.fetch_sub(1);
+    } else if (t == kScanners) {
+      for (int update = 0; update < kUpdates || scanners_left.load() > 0; ++update) {
+        const std::uint64_t key = random() % kKeys;
+        try {
+          Transaction txn = db_->begin();
+          ASSERT_TRUE(rows_.update(txn, key, make_row(key, versions[key] + 1)));
+          txn.commit();
+          ++versions[key];
+        } catch (const LockConflict&) {
+        }
+      }
+    } else {
+      Row row;
+      while (scanners_left.load() > 0) {
+        const std::uint64_t key = random() % kKeys;
+        try {
+          if (!rows_.get(key, row) || row.key != key || row.filler[13] != key * 31 + row.version)
+            throw Error(fmt::format("reader: key {} read wrong (seed {})", key, seed));
+        } catch (const LockConflict&) {  // the updater's open transaction holds the row
+        }
+      }
+    }
+  });
+  const Counters during = db_->counters() - before_;
+  std::printf(
+      "seed %llu: changes beside %llu, run again %llu, changer misses %llu, reader "
+      "misses %llu, evictions %llu, promotions %llu\n",
+      static_cast<unsigned long long>(seed), static_cast<unsigned long long>(during.changes_beside),
+      static_cast<unsigned long long>(during.changes_retried),
+      static_cast<unsigned long long>(during.changer_misses),
+      static_cast<unsigned long long>(during.reader_misses),
+      static_cast<unsigned long long>(during.dram_evictions),
+      static_cast<unsigned long long>(during.mini_page_promotions));
+  EXPECT_GT(during.changer_misses, 0u) << "scans and updates loaded beside the changes";
+  EXPECT_GT(during.dram_evictions, 0u) << "the reader's misses evicted";
+  std::vector<std::map<std::uint64_t, std::uint64_t>> model(1);
+  for (std::uint64_t key = 0; key < kKeys; ++key) model[0][key] = versions[key];
+  expect_table_holds(rows_, model, seed);
+}
+
 // 3tier: a leaf a reader left on a mini page (a few lines of it) is changed where it is once
 // the runs its change writes are resident there; a change that needs more lines loads just
 // them beside others (appended to the mini page, or with the page moved to a sorted copy or

@@ -1,8 +1,9 @@
 #pragma once
-// Operations served beside others (changes mode, tiers/resident_writes.hpp and
-// tiers/main_memory_writes.hpp), and those run again exclusively because they needed more:
-// counted per thread slot (common/thread_slot.hpp: add_in_own_slot), a cache line each, so
-// that threads share no written line for them.
+// Operations served beside others (changes mode, tiers/main_memory_writes.hpp and
+// tiers/nvm_direct_writes.hpp; the buffer manager's are alike), those run again exclusively
+// because they needed more, and optimistic leaf reads a change spoilt: counted per thread slot
+// (common/thread_slot.hpp: add_in_own_slot), a cache line each, so that threads share no written
+// line for them.
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -18,14 +19,18 @@ class ChangesBesideCounts {
     Slot& mine = slots_[thread_slot()];
     add_in_own_slot(retried ? mine.retried : mine.beside, 1);
   }
-  // Into total's changes_beside and changes_retried.
+  void add_leaf_reads_retried(std::uint64_t reads) {
+    if (reads != 0) add_in_own_slot(slots_[thread_slot()].leaf_reads_retried, reads);
+  }
+  // Into total's changes_beside, changes_retried and leaf_reads_retried.
   void add_to(Counters& total) const {
     for (const Slot& slot : slots_) {
       total.changes_beside += slot.beside.load(std::memory_order_relaxed);
       total.changes_retried += slot.retried.load(std::memory_order_relaxed);
+      total.leaf_reads_retried += slot.leaf_reads_retried.load(std::memory_order_relaxed);
     }
   }
-  // Counters with only those two set.
+  // Counters with only those three set.
   Counters counters() const {
     Counters total;
     add_to(total);
@@ -36,6 +41,7 @@ class ChangesBesideCounts {
   struct alignas(64) Slot {
     std::atomic<std::uint64_t> beside{0};
     std::atomic<std::uint64_t> retried{0};
+    std::atomic<std::uint64_t> leaf_reads_retried{0};
   };
   std::array<Slot, kThreadSlots> slots_;
 };

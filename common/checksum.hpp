@@ -9,7 +9,8 @@
 
 namespace tristore {
 
-__attribute__((target("sse4.2"))) inline std::uint32_t crc32c(const void* data, std::size_t length, std::uint32_t seed = 0) {
+__attribute__((target("sse4.2"))) inline std::uint32_t crc32c(const void* data, std::size_t length,
+                                                              std::uint32_t seed = 0) {
   auto* bytes = static_cast<const unsigned char*>(data);
   std::uint64_t crc = ~seed;
   while (length >= 8) {

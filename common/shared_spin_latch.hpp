@@ -1,47 +1,75 @@
 #pragma once
-// A shared/exclusive spin latch over one 32-bit word that its owner keeps wherever it likes
-// (main-memory keeps one per page, in memory mapped as zeros: a zero word is unlatched).
-// Bit 31 is the exclusive holder, the bits below count shared holders. For short sections
-// (one leaf entry), waiting as spin_back_off does; a thread that holds one latch must not wait
-// for another, as nothing orders them.
+// A shared/exclusive spin latch with a version, over one 64-bit word that its owner keeps
+// wherever it likes (main-memory keeps one per page, in memory mapped as zeros: a zero word is
+// unlatched). Bit 63 is the exclusive holder, bits 48..62 count shared holders, bits 0..47 are
+// the version, which each exclusive hold moves when it ends: a reader may read the data the
+// latch guards without taking it (optimistic_version, read, unchanged_since: vmcache's shape)
+// and so writes nothing shared. For short sections (one leaf entry), waiting as spin_back_off
+// does; a thread that holds one latch must not wait for another, as nothing orders them.
 #include <atomic>
 #include <cstdint>
 
+#include "common/optimistic_read_fence.hpp"
 #include "common/spin_latch.hpp"
 
 namespace tristore {
 
 class SharedSpinLatch {
  public:
-  explicit SharedSpinLatch(std::uint32_t& word) : word_(word) {}
+  explicit SharedSpinLatch(std::uint64_t& word) : word_(word) {}
 
   void lock_shared() {
     for (unsigned spins = 0;; spin_back_off(spins++)) {
-      std::uint32_t word = word_.load(std::memory_order_relaxed);
+      std::uint64_t word = word_.load(std::memory_order_relaxed);
       if ((word & kExclusive) != 0 || (word & kSharedMask) == kSharedMask) continue;
-      if (word_.compare_exchange_weak(word, word + 1, std::memory_order_acquire,
+      if (word_.compare_exchange_weak(word, word + kShared, std::memory_order_acquire,
                                       std::memory_order_relaxed))
         return;
     }
   }
-  void unlock_shared() { word_.fetch_sub(1, std::memory_order_release); }
+  void unlock_shared() { word_.fetch_sub(kShared, std::memory_order_release); }
 
   void lock() {
     for (unsigned spins = 0;; spin_back_off(spins++)) {
-      std::uint32_t word = word_.load(std::memory_order_relaxed);
-      if (word != 0) continue;
-      if (word_.compare_exchange_weak(word, kExclusive, std::memory_order_acquire,
-                                      std::memory_order_relaxed))
+      std::uint64_t word = word_.load(std::memory_order_relaxed);
+      if ((word & (kExclusive | kSharedMask)) != 0) continue;
+      if (word_.compare_exchange_weak(word, word | kExclusive, std::memory_order_acquire,
+                                      std::memory_order_relaxed)) {
+        // The holder's writes stay after the bit (optimistic readers see it or miss them).
+        optimistic_read_fence(std::memory_order_release);
         return;
+      }
     }
   }
-  void unlock() { word_.store(0, std::memory_order_release); }
+  // A plain store: while bit 63 is set nothing else writes the word (the others compare and
+  // swap only from a word without it). The version moves on.
+  void unlock() {
+    const std::uint64_t word = word_.load(std::memory_order_relaxed);
+    word_.store(((word & kVersionMask) + 1) & kVersionMask, std::memory_order_release);
+  }
+
+  // The word once no exclusive hold is under way (shared holders left out), to compare with
+  // unchanged_since after the read.
+  std::uint64_t optimistic_version() const {
+    for (unsigned spins = 0;; spin_back_off(spins++)) {
+      const std::uint64_t word = word_.load(std::memory_order_acquire);
+      if ((word & kExclusive) == 0) return word & kVersionMask;
+    }
+  }
+  // Whether no exclusive hold began or ended since optimistic_version returned seen: then
+  // every byte read in between is as one hold left it.
+  bool unchanged_since(std::uint64_t seen) const {
+    optimistic_read_fence(std::memory_order_acquire);
+    return (word_.load(std::memory_order_relaxed) & ~kSharedMask) == seen;
+  }
+
+  static constexpr std::uint64_t kExclusive = std::uint64_t{1} << 63;
+  static constexpr std::uint64_t kShared = std::uint64_t{1} << 48;
+  static constexpr std::uint64_t kSharedMask = kExclusive - kShared;
+  static constexpr std::uint64_t kVersionMask = kShared - 1;
 
  private:
-  static constexpr std::uint32_t kExclusive = std::uint32_t{1} << 31;
-  static constexpr std::uint32_t kSharedMask = kExclusive - 1;
-
-  std::atomic_ref<std::uint32_t> word_;
+  std::atomic_ref<std::uint64_t> word_;
 };
 
 }  // namespace tristore

@@ -27,7 +27,7 @@ class SharedSpinLatchHold {
   SharedSpinLatchHold& operator=(const SharedSpinLatchHold&) = delete;
   ~SharedSpinLatchHold() { release(); }
 
-  void lock(std::uint32_t& word, bool exclusive) {
+  void lock(std::uint64_t& word, bool exclusive) {
     assert(word_ == nullptr);
     SharedSpinLatch latch(word);
     if (exclusive)
@@ -49,7 +49,7 @@ class SharedSpinLatchHold {
   }
 
  private:
-  std::uint32_t* word_ = nullptr;  // held while set
+  std::uint64_t* word_ = nullptr;  // held while set
   bool exclusive_ = false;
 };
 

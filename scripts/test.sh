@@ -27,9 +27,9 @@ cmake --build "$root/build-poison" -j "$(nproc)" --target "${poison_tests[@]}"
 tsan_tests=(engine_log_manager_test engine_threads_test tiers_resident_reads_test
   tiers_resident_writes_test tiers_nvm_direct_writes_test engine_threads_crash_simulator_test
   emulation_nvm_device_test workloads_tpcc_transactions_test tiers_ssd_loads_test
-  ssd_write_behind_queue_test tiers_changer_misses_test)
+  ssd_write_behind_queue_test tiers_changer_misses_test common_shared_spin_latch_test)
 tsan_filters=('*Concurrent*:*OutOfOrder*' '*' '*Threads*:*LetGo*:*Retired*' '*Threads*' '*Threads*'
-  '*' '*Threads*' '*Threads*' '*' '*' '*')
+  '*' '*Threads*' '*Threads*' '*' '*' '*' '*')
 cmake -S "$root" -B "$root/build-tsan" -DTRISTORE_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" -DTRISTORE_BUILD_BENCHMARKS=OFF -DTRISTORE_WERROR=ON \
   >/dev/null

@@ -90,20 +90,19 @@ TEST(ResidentWritesOptimisticReads, AfterItsTriesAReadHoldsTheSharedLatch) {
     writes.read_leaf(page, [&] {
       ++tries;
       // Every optimistic try is spoilt by a change beside it; the last one is not optimistic.
-      if (tries <= ResidentWrites::kOptimisticAttempts)
+      if (tries <= kOptimisticAttempts)
         change(writes, swip, static_cast<std::byte>(tries));
       else
         latched_at_last = (frame->version.load() & FrameHeader::kLatchSharedMask) != 0;
       return first_byte(page);
     });
-    EXPECT_EQ(tries, ResidentWrites::kOptimisticAttempts + 1);
+    EXPECT_EQ(tries, kOptimisticAttempts + 1);
     EXPECT_TRUE(latched_at_last) << "the last try reads under the shared latch";
-    EXPECT_EQ(first_byte(page), static_cast<std::byte>(ResidentWrites::kOptimisticAttempts));
+    EXPECT_EQ(first_byte(page), static_cast<std::byte>(kOptimisticAttempts));
   }
   EXPECT_EQ((frame->version.load() & FrameHeader::kLatchSharedMask), 0u)
       << "the guard let its shared latch go";
-  EXPECT_EQ(bm.counters().leaf_reads_retried - before.leaf_reads_retried,
-            ResidentWrites::kOptimisticAttempts);
+  EXPECT_EQ(bm.counters().leaf_reads_retried - before.leaf_reads_retried, kOptimisticAttempts);
 }
 
 // Writers fill the region with one byte value after another, each under the frame latch;

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/optimistic_read_fence.hpp"
 #include "common/spin_latch.hpp"
 #include "common/types.hpp"
 #include "tiers/line_mask.hpp"
@@ -34,17 +35,6 @@ inline constexpr std::uint8_t kLoading = 128;
 // A frame let go (promoted, replaced or retired): no longer the page's, left alone.
 inline constexpr std::uint8_t kLetGo = kPromoted | kReplaced | kRetired;
 }  // namespace frame_flag
-
-// The fences of optimistic reads (FrameHeader::optimistic_version). ThreadSanitizer supports
-// no thread fence and is told to ignore the reads they order (tiers/resident_writes.hpp): its
-// builds keep the compiler's order only (x86 keeps loads in order, and stores).
-inline void optimistic_read_fence(std::memory_order order) {
-#if defined(__SANITIZE_THREAD__)
-  std::atomic_signal_fence(order);
-#else
-  std::atomic_thread_fence(order);
-#endif
-}
 
 struct FrameHeader {
   // Version-latch word (vmcache style): bits 0..55 version, bumped whenever the page changes

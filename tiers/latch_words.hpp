@@ -28,11 +28,11 @@ class LatchWords {
   LatchWords& operator=(const LatchWords&) = delete;
   ~LatchWords() { munmap(lines_, bytes()); }
 
-  std::uint32_t& operator[](std::uint64_t page) { return lines_[page].word; }
+  std::uint64_t& operator[](std::uint64_t page) { return lines_[page].word; }
 
  private:
   struct alignas(64) Line {
-    std::uint32_t word;
+    std::uint64_t word;
   };
   static_assert(sizeof(Line) == 64);
   std::uint64_t bytes() const { return count_ * sizeof(Line); }

@@ -51,12 +51,16 @@ class MainMemoryAccess {
   ~MainMemoryAccess() { munmap(arena_, capacity_ * kPageSize); }
 
   // The latch word of the page at `page` (tiers/main_memory_writes.hpp); zero: unlatched.
-  std::uint32_t& latch_word(const std::byte* page) {
+  std::uint64_t& latch_word(const std::byte* page) {
     return latches_[static_cast<std::uint64_t>(page - arena_) / kPageSize];
   }
   // An operation in a transaction served beside others, or run again exclusively because it
   // needed more (as BufferManager::add_change_beside); counted per thread.
   void add_change_beside(bool retried) { changes_beside_.add(retried); }
+  // Optimistic leaf reads beside changes that a change spoilt, counted per thread.
+  void add_leaf_reads_retried(std::uint64_t reads) {
+    changes_beside_.add_leaf_reads_retried(reads);
+  }
   Counters counters() const { return changes_beside_.counters(); }
 
   Guard allocate_page() {

@@ -3,8 +3,10 @@
 // the buffer manager's: while the database latch is held for changes
 // (engine/operation_latch.hpp) no exclusive holder and no reader outside a transaction runs,
 // so only leaf entries change. Inner nodes are read without a latch; leaves are latched in
-// the latch word main-memory keeps for each page (shared to read, exclusive to change). A
-// thread holds at most one leaf latch at a time, so the latches cannot deadlock.
+// the latch word main-memory keeps for each page (shared for a scan's copy, exclusive to
+// change). A lookup reads its leaf optimistically instead (read_leaf), against the word's
+// version, and writes nothing shared. A thread holds at most one leaf latch at a time, so the
+// latches cannot deadlock.
 //
 // A split or merge throws RetryExclusively before anything is changed, and the caller runs the
 // operation again under the exclusive latch. allocate_page, move_swips, swip_of and free_page
@@ -19,6 +21,7 @@
 #include "common/shared_spin_latch_hold.hpp"
 #include "common/types.hpp"
 #include "tiers/main_memory_access.hpp"
+#include "tiers/optimistic_leaf_read.hpp"
 #include "tiers/pages_stay_put.hpp"
 #include "tiers/swip.hpp"
 
@@ -57,6 +60,7 @@ class MainMemoryWrites : public PagesStayPut<MainMemoryWrites> {
   };
 
   explicit MainMemoryWrites(MainMemoryAccess& memory) : memory_(memory) {}
+  ~MainMemoryWrites() { memory_.add_leaf_reads_retried(leaf_reads_retried_); }
   MainMemoryWrites(const MainMemoryWrites&) = delete;
   MainMemoryWrites& operator=(const MainMemoryWrites&) = delete;
 
@@ -66,11 +70,19 @@ class MainMemoryWrites : public PagesStayPut<MainMemoryWrites> {
   void latch_leaf(Guard& leaf, bool for_change) {
     leaf.latch_.lock(memory_.latch_word(leaf.page_), for_change);
   }
+  // Runs read() on a leaf that no latch_leaf latched, without a latch: again while a change
+  // ran beside it, after a few tries under the shared latch (tiers/optimistic_leaf_read.hpp).
+  template <typename Read>
+  auto read_leaf(Guard& leaf, Read&& read) {
+    return optimistic_leaf_read(memory_.latch_word(leaf.page_), leaf_reads_retried_, read,
+                                [&] { latch_leaf(leaf, false); });
+  }
   // A split, a merge or a new root: the exclusive latch's.
   [[noreturn]] void refuse_structure_change() { throw RetryExclusively{}; }
 
  private:
   MainMemoryAccess& memory_;
+  std::uint64_t leaf_reads_retried_ = 0;
 };
 
 }  // namespace tristore

@@ -177,7 +177,7 @@ class NvmDirectAccess {
 
   // For changes side by side (tiers/nvm_direct_writes.hpp): the latch word of a page, zero when
   // unlatched, a cache line apart from its neighbours'.
-  std::uint32_t& latch_word(PageId page_id) { return latches_[page_id]; }
+  std::uint64_t& latch_word(PageId page_id) { return latches_[page_id]; }
   // Whether fixing the swip's page would check its content (the first fix since open).
   bool first_fix_since_open(const Swip& swip) const {
     const PageId page_id = page_id_of(swip);
@@ -187,6 +187,10 @@ class NvmDirectAccess {
   // An operation in a transaction served beside others, or run again exclusively because it
   // needed more (as BufferManager::add_change_beside); counted per thread.
   void add_change_beside(bool retried) { changes_beside_.add(retried); }
+  // Optimistic leaf reads beside changes that a change spoilt, counted per thread.
+  void add_leaf_reads_retried(std::uint64_t reads) {
+    changes_beside_.add_leaf_reads_retried(reads);
+  }
   Counters counters() const { return changes_beside_.counters(); }
   // Whether threads may read pages side by side (and change them, each latched): the device
   // counts their lines per thread (no latency injected, no wear counted).

@@ -3,8 +3,9 @@
 // buffer manager's and tiers/main_memory_writes.hpp main-memory's: while the database latch is
 // held for changes (engine/operation_latch.hpp) no exclusive holder and no reader outside a
 // transaction runs, so only leaf entries change, in place in NVM. Inner nodes are read without
-// a latch; leaves are latched in the DRAM word NvmDirectAccess keeps for each slot (shared to
-// read, exclusive to change). A guard lets its leaf go after its written lines are flushed and
+// a latch; leaves are latched in the DRAM word NvmDirectAccess keeps for each slot (shared for
+// a scan's copy, exclusive to change; a lookup reads its leaf optimistically against the
+// word's version, read_leaf). A guard lets its leaf go after its written lines are flushed and
 // fenced, and the operation's log holds it until its record is durable
 // (engine/logged_access.hpp), so no other change reads the page in between. A thread holds at
 // most one leaf latch at a time, so the latches cannot deadlock.
@@ -24,6 +25,7 @@
 #include "common/shared_spin_latch_hold.hpp"
 #include "common/types.hpp"
 #include "tiers/nvm_direct_access.hpp"
+#include "tiers/optimistic_leaf_read.hpp"
 #include "tiers/pages_stay_put.hpp"
 #include "tiers/swip.hpp"
 
@@ -88,6 +90,7 @@ class NvmDirectWrites : public PagesStayPut<NvmDirectWrites> {
   };
 
   explicit NvmDirectWrites(NvmDirectAccess& direct) : direct_(direct) {}
+  ~NvmDirectWrites() { direct_.add_leaf_reads_retried(leaf_reads_retried_); }
   NvmDirectWrites(const NvmDirectWrites&) = delete;
   NvmDirectWrites& operator=(const NvmDirectWrites&) = delete;
 
@@ -100,11 +103,19 @@ class NvmDirectWrites : public PagesStayPut<NvmDirectWrites> {
   void latch_leaf(Guard& leaf, bool for_change) {
     leaf.latch_.lock(direct_.latch_word(leaf.page_id()), for_change);
   }
+  // Runs read() on a leaf that no latch_leaf latched, without a latch: again while a change
+  // ran beside it, after a few tries under the shared latch (tiers/optimistic_leaf_read.hpp).
+  template <typename Read>
+  auto read_leaf(Guard& leaf, Read&& read) {
+    return optimistic_leaf_read(direct_.latch_word(leaf.page_id()), leaf_reads_retried_, read,
+                                [&] { latch_leaf(leaf, false); });
+  }
   // A split, a merge or a new root: the exclusive latch's.
   [[noreturn]] void refuse_structure_change() { throw RetryExclusively{}; }
 
  private:
   NvmDirectAccess& direct_;
+  std::uint64_t leaf_reads_retried_ = 0;
 };
 
 }  // namespace tristore

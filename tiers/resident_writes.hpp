@@ -47,6 +47,7 @@
 #include "common/types.hpp"
 #include "tiers/buffer_manager.hpp"
 #include "tiers/frame.hpp"
+#include "tiers/optimistic_leaf_read.hpp"
 #include "tiers/pages_stay_put.hpp"
 #include "tiers/swip.hpp"
 
@@ -239,7 +240,6 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
     latch_leaf(leaf, false);
     return read();
   }
-  static constexpr unsigned kOptimisticAttempts = 4;
 
   // A split, a merge or a new root: the exclusive latch's.
   [[noreturn]] void refuse_structure_change() { throw RetryExclusively{}; }

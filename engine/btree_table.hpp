@@ -585,6 +585,7 @@ class BTreeTable final : public TableInterface<K, V> {
       }
       if constexpr (kBufferManaged) to_load = writes.to_load();
       target.add_change_beside(true);
+      if (writes.structure_refused()) target.add_structure_retried();
       return std::nullopt;
     }
   }

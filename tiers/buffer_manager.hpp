@@ -250,6 +250,7 @@ class BufferManager {
   // An operation in a transaction served beside others (tiers/resident_writes.hpp), or run
   // again exclusively because it needed more; counted per thread.
   void add_change_beside(bool retried) { changes_beside_.add(retried); }
+  void add_structure_retried() { changes_beside_.add_structure_retried(); }
   // A change beside others (tiers/resident_writes.hpp) of resident lines, by the holder of the
   // frame's exclusive latch.
   void mark_written(FrameHeader* frame, std::uint32_t offset, std::uint32_t length) {

@@ -111,11 +111,16 @@ class NvmDirectWrites : public PagesStayPut<NvmDirectWrites> {
                                 [&] { latch_leaf(leaf, false); });
   }
   // A split, a merge or a new root: the exclusive latch's.
-  [[noreturn]] void refuse_structure_change() { throw RetryExclusively{}; }
+  [[noreturn]] void refuse_structure_change() {
+    structure_refused_ = true;
+    throw RetryExclusively{};
+  }
+  bool structure_refused() const { return structure_refused_; }
 
  private:
   NvmDirectAccess& direct_;
   std::uint64_t leaf_reads_retried_ = 0;
+  bool structure_refused_ = false;
 };
 
 }  // namespace tristore

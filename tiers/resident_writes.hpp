@@ -242,7 +242,11 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
   }
 
   // A split, a merge or a new root: the exclusive latch's.
-  [[noreturn]] void refuse_structure_change() { throw RetryExclusively{}; }
+  [[noreturn]] void refuse_structure_change() {
+    structure_refused_ = true;
+    throw RetryExclusively{};
+  }
+  bool structure_refused() const { return structure_refused_; }
   // What the last try stopped at that a reader could load (BTree::bring_leaf_in): anything
   // at all (a page on the way not in DRAM, a line not resident), and the runs its leaf change
   // claimed that were not resident in one piece.
@@ -291,6 +295,7 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
   std::uint64_t page_table_lookups_ = 0;
   std::uint64_t leaf_reads_retried_ = 0;
   ToLoad to_load_;
+  bool structure_refused_ = false;
 };
 
 }  // namespace tristore

@@ -35,6 +35,8 @@
 #include "btree/node_layout.hpp"
 #include "btree/page_access.hpp"
 #include "common/error.hpp"
+#include "common/ignoring_racing_reads.hpp"
+#include "common/structure_version.hpp"
 
 namespace tristore {
 
@@ -82,6 +84,10 @@ class BTree {
 
   // `root` must outlive the tree object and stay at its address (it is the root's owning swip).
   BTree(Access& access, Swip& root) : access_(access), root_(root) {}
+  // Beside changes, where leaves may split beside them (kSplitsBeside): every descent checks
+  // the tree's structure version (common/structure_version.hpp), which splits move.
+  BTree(Access& access, Swip& root, StructureVersion* structure)
+      : access_(access), root_(root), structure_(structure) {}
 
   bool lookup(const K& key, V& out) { return lookup_part(key, 0, sizeof(V), &out); }
 
@@ -97,9 +103,15 @@ class BTree {
     };
     std::uint32_t count;
     if constexpr (kOptimisticLeafReads) {
-      // The count is read within each try: the leaf may change beside it.
-      Guard leaf = find_leaf(key, count, LeafLatch::kNone);
-      return access_.read_leaf(leaf, [&] { return copy(leaf, header(leaf).count); });
+      // The count is read within each try: the leaf may change beside it. A split beside may
+      // have moved the key on meanwhile: then from the root again.
+      for (;;) {
+        std::uint64_t seen = 0;
+        Guard leaf = find_leaf(key, count, LeafLatch::kNone, &seen);
+        const bool found = access_.read_leaf(leaf, [&] { return copy(leaf, header(leaf).count); });
+        if (!structure_moved(seen)) [[likely]]
+          return found;
+      }
     } else {
       Guard leaf = find_leaf(key, count);
       return copy(leaf, count);
@@ -156,6 +168,9 @@ class BTree {
         return true;
       }
     }
+    if constexpr (kSplitsBeside) {
+      if (structure_ != nullptr) return insert_splitting_leaf_beside(key, value);
+    }
     return insert_with_splits(key, value);
   }
 
@@ -197,17 +212,11 @@ class BTree {
   template <typename OnCopied>
   std::size_t copy_leaf_from(const K& from, std::size_t limit, std::vector<std::byte>& batch,
                              std::optional<K>& fence, OnCopied&& on_copied) {
+    K above{};
+    bool bounded = false;
+    Guard node = leaf_to_copy(from, above, bounded);
     fence.reset();
-    Guard node = access_.fix(root_, nullptr);
-    for (std::uint32_t depth = 1;; check_depth(node, ++depth)) {
-      latch_if_leaf(node, LeafLatch::kShared);
-      const NodeHeader h = header(node);
-      if (h.is_leaf) break;
-      std::uint32_t i = upper_bound(node, h.count, from);
-      if (i < h.count) fence = key_at(node, i);
-      Guard child = access_.fix(swip_at(node, i), &node);
-      node = std::move(child);
-    }
+    if (bounded) fence = above;
     const std::byte* page = node.whole_page();
     std::uint32_t count = checked(node, load<NodeHeader>(page + kNodeHeaderOffset)).count;
     std::uint32_t i = 0, hi = count;  // lower bound of `from`
@@ -229,6 +238,38 @@ class BTree {
       on_copied(static_cast<const K&>(key));
     }
     return n;
+  }
+
+  // The leaf that holds `from`, latched shared, and in `above` the smallest key above its
+  // range where a parent has one (bounded).
+  Guard leaf_to_copy(const K& from, K& above, bool& bounded) {
+    for (;;) {
+      bounded = false;
+      const std::uint64_t seen = stable_structure();
+      Guard node = access_.fix(root_, nullptr);
+      for (std::uint32_t depth = 1;; check_depth(node, ++depth)) {
+        latch_if_leaf(node, LeafLatch::kShared);
+        if (is_leaf(node)) {
+          if (!structure_moved(seen)) [[likely]]
+            return node;
+          break;  // its key above too may be another leaf's
+        }
+        std::uint32_t i;
+        {
+          [[maybe_unused]] const RacingSplits racing(structure_ != nullptr);
+          const NodeHeader h = header(node);
+          i = upper_bound(node, h.count, from);
+          if (i < h.count) {
+            above = key_at(node, i);
+            bounded = true;
+          }
+        }
+        Guard child = access_.fix(swip_at(node, i), &node);
+        if (structure_moved(seen)) [[unlikely]]
+          break;
+        node = std::move(child);
+      }
+    }
   }
 
   // Entry e of a batch copy_leaf_from filled.
@@ -407,29 +448,133 @@ class BTree {
     access.read_leaf(leaf, [] { return true; });
   };
 
-  // With LeafLatch::kNone, count is left to the caller's validated read.
-  Guard find_leaf(const K& key, std::uint32_t& count, LeafLatch latch = LeafLatch::kShared) {
+  // With LeafLatch::kNone, count is left to the caller's validated read, and the structure
+  // version the descent saw to its check afterwards (seen).
+  Guard find_leaf(const K& key, std::uint32_t& count, LeafLatch latch = LeafLatch::kShared,
+                  std::uint64_t* seen = nullptr) {
     assert(latch != LeafLatch::kNone || kOptimisticLeafReads);
-    Guard node = access_.fix(root_, nullptr);
-    for (std::uint32_t depth = 1;; check_depth(node, ++depth)) {
-      if (latch == LeafLatch::kNone && is_leaf(node)) {
-        count = 0;
-        return node;
+    for (;;) {
+      const std::uint64_t version = stable_structure();
+      if (seen != nullptr) *seen = version;
+      Guard node = access_.fix(root_, nullptr);
+      for (std::uint32_t depth = 1;; check_depth(node, ++depth)) {
+        if (latch == LeafLatch::kNone && is_leaf(node)) {
+          count = 0;
+          return node;
+        }
+        latch_if_leaf(node, latch);
+        std::uint32_t i;
+        {
+          [[maybe_unused]] const RacingSplits racing(structure_ != nullptr);
+          const NodeHeader h = header(node);
+          if (h.is_leaf) {
+            if (structure_moved(version)) [[unlikely]]
+              break;
+            count = h.count;
+            return node;
+          }
+          i = upper_bound(node, h.count, key);
+        }
+        Guard child = access_.fix(swip_at(node, i), &node);
+        if (structure_moved(version)) [[unlikely]]
+          break;  // the child may not be the key's: from the root again
+        node = std::move(child);
       }
-      latch_if_leaf(node, latch);
-      NodeHeader h = header(node);
-      if (h.is_leaf) {
-        count = h.count;
-        return node;
+    }
+  }
+
+  // Leaf splits beside changes (common/structure_version.hpp): an access that latches the parent
+  // for one, allocates the new leaf latched, and moves swips a word at a time (a descent beside
+  // reads each swip once, atomically, in fix).
+  static constexpr bool kSplitsBeside = requires(Access & access, Guard& parent) {
+    access.latch_parent(parent);
+  };
+  std::uint64_t stable_structure() const {
+    return structure_ != nullptr ? structure_->stable() : 0;
+  }
+  bool structure_moved(std::uint64_t seen) const {
+    return structure_ != nullptr && !structure_->unchanged_since(seen);
+  }
+  // An inner node's keys and count, read beside a split that may be writing them: what they
+  // lead to is checked against the structure version before it is used, so ThreadSanitizer
+  // is told to ignore them (common/ignoring_racing_reads.hpp).
+  using RacingSplits = IgnoringRacingReadsIf;
+  // The split's latch, let go when the split's scope ends (after its writes, or its Error).
+  class SplitBeside {
+   public:
+    explicit SplitBeside(StructureVersion& structure) : structure_(structure) {}
+    ~SplitBeside() { structure_.end_split(); }
+    SplitBeside(const SplitBeside&) = delete;
+    SplitBeside& operator=(const SplitBeside&) = delete;
+
+   private:
+    StructureVersion& structure_;
+  };
+
+  // An insert into a full leaf beside changes: the leaf splits there, under the structure
+  // version's latch, when its parent has room (a full parent, a leaf that is the root, or a
+  // split already under way beside: the exclusive latch's, as before).
+  //   1. Descend, noting the parent and the leaf's swip in it; latch the leaf; check the version.
+  //   2. Still full (a remove beside may have made room), the parent not full: take the latch,
+  //      from the version seen (so the parent is as read), and latch the parent.
+  //   3. Split (the new leaf is latched by its allocation), insert into the half the key goes to.
+  bool insert_splitting_leaf_beside(const K& key, const V& value) {
+    for (;;) {
+      // 1.
+      const std::uint64_t seen = structure_->stable();
+      Guard parent;
+      bool has_parent = false;  // a leaf that is the root has none
+      std::uint32_t i = 0;
+      std::uint32_t parent_count = 0;
+      Guard leaf = access_.fix(root_, nullptr);
+      bool moved = false;
+      for (std::uint32_t depth = 1; !is_leaf(leaf); check_depth(leaf, ++depth)) {
+        {
+          [[maybe_unused]] const RacingSplits racing(structure_ != nullptr);
+          parent_count = header(leaf).count;
+          i = upper_bound(leaf, parent_count, key);
+        }
+        Guard child = access_.fix(swip_at(leaf, i), &leaf);
+        if ((moved = structure_moved(seen))) break;
+        parent = std::move(leaf);
+        has_parent = true;
+        leaf = std::move(child);
       }
-      Guard child = access_.fix(swip_at(node, upper_bound(node, h.count, key)), &node);
-      node = std::move(child);
+      if (moved) continue;
+      latch_if_leaf(leaf, LeafLatch::kExclusive);
+      if (structure_moved(seen)) continue;
+      // 2.
+      const std::uint32_t count = header(leaf).count;
+      const Position at = search(leaf, count, key);
+      if (at.found) return false;
+      if (count < kLeafCapacity) {
+        insert_into_leaf(leaf, count, at.index, key, value);
+        return true;
+      }
+      if (!has_parent || parent_count >= kInnerCapacity) structure_change();
+      if (!structure_->try_begin_split(seen)) continue;
+      const SplitBeside splitting(*structure_);
+      access_.latch_parent(parent);
+      // 3.
+      split_child(parent, parent_count, i, leaf, key);
+      if (key < key_at(parent, i)) {
+        insert_into_leaf(leaf, header(leaf).count, search(leaf, header(leaf).count, key).index, key,
+                         value);
+      } else {
+        Guard right = access_.fix(swip_at(parent, i + 1), &parent);
+        latch_if_leaf(right, LeafLatch::kExclusive);
+        const std::uint32_t right_count = header(right).count;
+        insert_into_leaf(right, right_count, search(right, right_count, key).index, key, value);
+      }
+      access_.add_split_beside();
+      return true;
     }
   }
 
   // An access that changes leaves beside other threads (tiers/resident_writes.hpp) latches
-  // leaves only, shared, or exclusive for a change: no inner node changes while it runs. A
-  // leaf is told by its is_leaf byte, which no change of an entry writes.
+  // leaves only, shared, or exclusive for a change: an inner node changes only in a leaf split
+  // beside (kSplitsBeside), which descents check for. A leaf is told by its is_leaf byte,
+  // which no change of an entry writes.
   void latch_if_leaf(Guard& node, LeafLatch latch) {
     if constexpr (requires { access_.latch_leaf(node, true); }) {
       if (latch != LeafLatch::kNone && is_leaf(node))
@@ -502,7 +647,8 @@ class BTree {
       Swip* from = as_swips(node.write(Inner::swip_offset(i + 1), (count - i + 1) * sizeof(Swip)));
       access_.move_swips(node, Inner::swip_offset(i + 2), &node, from, count - i);
     }
-    std::memcpy(node.write(Inner::swip_offset(i + 1), sizeof(Swip)), &child, sizeof(Swip));
+    // One store: a descent beside a leaf split reads the swip once, whole (kSplitsBeside).
+    Swip::store(*as_swips(node.write(Inner::swip_offset(i + 1), sizeof(Swip))), child);
     set_count(node, count + 1);
   }
 
@@ -855,6 +1001,7 @@ class BTree {
 
   Access& access_;
   Swip& root_;
+  StructureVersion* structure_ = nullptr;  // beside changes where leaves split beside them
 };
 
 }  // namespace tristore

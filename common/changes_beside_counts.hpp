@@ -21,15 +21,19 @@ class ChangesBesideCounts {
   }
   // One of those run again would have split, merged or made a new root.
   void add_structure_retried() { add_in_own_slot(slots_[thread_slot()].structure_retried, 1); }
+  // A leaf split beside the changes (main-memory: common/structure_version.hpp).
+  void add_split_beside() { add_in_own_slot(slots_[thread_slot()].splits_beside, 1); }
   void add_leaf_reads_retried(std::uint64_t reads) {
     if (reads != 0) add_in_own_slot(slots_[thread_slot()].leaf_reads_retried, reads);
   }
-  // Into total's changes_beside, changes_retried (and _structure) and leaf_reads_retried.
+  // Into total's changes_beside, changes_retried (and structure_retried), splits_beside and
+  // leaf_reads_retried.
   void add_to(Counters& total) const {
     for (const Slot& slot : slots_) {
       total.changes_beside += slot.beside.load(std::memory_order_relaxed);
       total.changes_retried += slot.retried.load(std::memory_order_relaxed);
       total.structure_retried += slot.structure_retried.load(std::memory_order_relaxed);
+      total.splits_beside += slot.splits_beside.load(std::memory_order_relaxed);
       total.leaf_reads_retried += slot.leaf_reads_retried.load(std::memory_order_relaxed);
     }
   }
@@ -45,6 +49,7 @@ class ChangesBesideCounts {
     std::atomic<std::uint64_t> beside{0};
     std::atomic<std::uint64_t> retried{0};
     std::atomic<std::uint64_t> structure_retried{0};
+    std::atomic<std::uint64_t> splits_beside{0};
     std::atomic<std::uint64_t> leaf_reads_retried{0};
   };
   std::array<Slot, kThreadSlots> slots_;

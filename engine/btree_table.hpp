@@ -63,6 +63,7 @@ class BTreeTable final : public TableInterface<K, V> {
         read_tree_(read_access(context), root),
         root_page_(root_page_id()) {
     if constexpr (kLogged) height_ = &context.tree_height(&root);
+    if constexpr (!kLogged) structure_ = &context.structure_version(&root);
   }
 
   std::uint32_t table_id() const override { return table_id_; }
@@ -302,7 +303,7 @@ class BTreeTable final : public TableInterface<K, V> {
         try {
           const OperationLatch::Changes latched(transactions_.latch(),
                                                 OperationLatch::Purpose::kRead);
-          BTree<K, V, BesideAccess> tree(reads, root_);
+          BTree<K, V, BesideAccess> tree(reads, root_, structure_);
           auto result = body(tree);
           read_access(context_).add_change_beside(false);
           return result;
@@ -573,7 +574,7 @@ class BTreeTable final : public TableInterface<K, V> {
         BTree<K, V, LoggedAccess<BesideAccess>> tree(access, root_);
         changed = body(txn, tree, log);
       } else {
-        BTree<K, V, MainMemoryWrites> tree(writes, root_);
+        BTree<K, V, MainMemoryWrites> tree(writes, root_, structure_);
         changed = body(txn, tree, writes);
       }
       target.add_change_beside(false);
@@ -682,6 +683,8 @@ class BTreeTable final : public TableInterface<K, V> {
   BTree<K, V, ReadAccess> read_tree_;
   PageId root_page_;
   TreeHeight* height_ = nullptr;  // shared with other objects over this tree
+  // main-memory's leaves split beside changes: the tree's version, shared with them too.
+  StructureVersion* structure_ = nullptr;
 };
 
 template <typename Context>

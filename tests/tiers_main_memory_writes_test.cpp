@@ -2,7 +2,8 @@
 // side, each leaf latched in the word main-memory keeps per page. A lookup reads its leaf
 // optimistically against that word's version (tiers/optimistic_leaf_read.hpp): a read a change
 // spoilt runs again, after a few spoilt tries under the shared latch, and a read nothing
-// spoilt leaves the word as it found it.
+// spoilt leaves the word as it found it. A leaf split beside changes moves swips a word at a
+// time.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -90,6 +91,25 @@ TEST_F(MainMemoryWritesTest, AfterItsTriesAReadHoldsTheSharedLatch) {
   EXPECT_EQ(word() & SharedSpinLatch::kVersionMask, kOptimisticAttempts)
       << "one version step per change";
   EXPECT_EQ(memory_.counters().leaf_reads_retried - before.leaf_reads_retried, kOptimisticAttempts);
+}
+
+// A leaf split beside changes moves a parent's swips a word at a time (a descent beside reads
+// each swip once): overlapping moves either way keep every swip, as memmove would.
+TEST_F(MainMemoryWritesTest, SwipsMoveAWordAtATimeEitherWayAsMemmoveWould) {
+  MainMemoryWrites writes(memory_);
+  MainMemoryWrites::Guard parent = writes.allocate_page();  // latched exclusive, as a split's
+  constexpr std::uint32_t kSwipsAt = 128, kCount = 6;
+  auto* swips = reinterpret_cast<Swip*>(parent.write(kSwipsAt, (kCount + 2) * sizeof(Swip)));
+  const auto fill = [&] {
+    for (std::uint32_t i = 0; i < kCount + 2; ++i) swips[i] = Swip::from_page_id(100 + i);
+  };
+  fill();
+  writes.move_swips(parent, kSwipsAt + 2 * sizeof(Swip), &parent, swips, kCount);  // right
+  for (std::uint32_t i = 0; i < kCount; ++i) EXPECT_EQ(swips[i + 2].page_id(), 100 + i) << i;
+  fill();
+  writes.move_swips(parent, kSwipsAt, &parent, swips + 2, kCount);  // left
+  for (std::uint32_t i = 0; i < kCount; ++i) EXPECT_EQ(swips[i].page_id(), 102 + i) << i;
+  EXPECT_EQ(writes.swip_of(parent).frame<std::byte>(), parent.whole_page());
 }
 
 }  // namespace

@@ -11,12 +11,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "common/changes_beside_counts.hpp"
 #include "common/error.hpp"
 #include "common/page_format.hpp"
+#include "common/spin_latch.hpp"
+#include "common/structure_version.hpp"
 #include "common/types.hpp"
 #include "tiers/latch_words.hpp"
 #include "tiers/swip.hpp"
@@ -62,9 +66,21 @@ class MainMemoryAccess {
   void add_leaf_reads_retried(std::uint64_t reads) {
     changes_beside_.add_leaf_reads_retried(reads);
   }
+  // The structure version of the tree whose root swip is at `root` (common/structure_version.hpp):
+  // every handle of the tree checks the same one. Asked when a handle is made.
+  StructureVersion& structure_version(const Swip* root) {
+    const std::lock_guard lock(allocation_latch_);
+    return structure_versions_[root];
+  }
+  // A leaf split beside changes, counted per thread.
+  void add_split_beside() { changes_beside_.add_split_beside(); }
   Counters counters() const { return changes_beside_.counters(); }
 
-  Guard allocate_page() {
+  Guard allocate_page() { return Guard(allocate()); }
+  // A zeroed page with a new id. Leaf splits beside changes allocate side by side
+  // (tiers/main_memory_writes.hpp), so under a latch of its own.
+  std::byte* allocate() {
+    const std::lock_guard lock(allocation_latch_);
     std::byte* page;
     if (!free_pages_.empty()) {
       page = free_pages_.back();
@@ -76,7 +92,7 @@ class MainMemoryAccess {
     }
     std::memset(page, 0, kPageSize);
     reinterpret_cast<PageHeader*>(page)->page_id = next_page_id_++;
-    return Guard(page);
+    return page;
   }
 
   Guard fix(Swip& swip, Guard*) { return Guard(swip.frame<std::byte>()); }
@@ -87,9 +103,15 @@ class MainMemoryAccess {
 
   Swip swip_of(const Guard& guard) { return Swip::from_frame(guard.page_); }
 
-  void free_page(Guard&& guard) { free_pages_.push_back(std::exchange(guard.page_, nullptr)); }
+  void free_page(Guard&& guard) {
+    const std::lock_guard lock(allocation_latch_);
+    free_pages_.push_back(std::exchange(guard.page_, nullptr));
+  }
 
-  std::uint64_t bytes_in_use() const { return (used_ - free_pages_.size()) * kPageSize; }
+  std::uint64_t bytes_in_use() const {
+    const std::lock_guard lock(allocation_latch_);
+    return (used_ - free_pages_.size()) * kPageSize;
+  }
   std::uint64_t budget_bytes() const { return budget_; }
 
  private:
@@ -110,10 +132,12 @@ class MainMemoryAccess {
   std::uint64_t budget_;
   std::uint64_t capacity_;  // pages
   std::byte* arena_;
-  LatchWords latches_;      // one per page of the arena
+  LatchWords latches_;  // one per page of the arena
+  mutable SpinLatch allocation_latch_;
   std::uint64_t used_ = 0;  // pages handed out from the arena's start, freed ones included
   std::vector<std::byte*> free_pages_;
   PageId next_page_id_ = 0;
+  std::unordered_map<const Swip*, StructureVersion> structure_versions_;  // by root swip
   ChangesBesideCounts changes_beside_;
 };
 

@@ -8,10 +8,14 @@
 // version, and writes nothing shared. A thread holds at most one leaf latch at a time, so the
 // latches cannot deadlock.
 //
-// A split or merge throws RetryExclusively before anything is changed, and the caller runs the
-// operation again under the exclusive latch. allocate_page, move_swips, swip_of and free_page
-// must never be reached (the B-tree refuses first: refuse_structure_change) and throw
-// std::logic_error.
+// A leaf whose parent has room splits beside the changes (BTree::insert_splitting_leaf_beside):
+// under the tree's structure version (common/structure_version.hpp), which every descent here
+// checks, the parent latched exclusive here (latch_parent), the new leaf allocated latched
+// (allocate_page) and linked with swips moved a word at a time, so that a descent reading a swip
+// once (fix) never reads one half written. Any other split or merge, or a new root, throws
+// RetryExclusively before anything is changed, and the caller runs the operation again under
+// the exclusive latch. free_page must never be reached (merges refuse first:
+// refuse_structure_change) and throws std::logic_error.
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
@@ -43,7 +47,7 @@ class MainMemoryWrites : public PagesStayPut<MainMemoryWrites> {
 
     PageId page_id() const { return reinterpret_cast<const PageHeader*>(page_)->page_id; }
     const std::byte* read(std::uint32_t offset, std::uint32_t) const { return page_ + offset; }
-    // Only the leaf latched for its change.
+    // Only a page latched exclusive: the leaf of a change, or a split's three.
     std::byte* write(std::uint32_t offset, std::uint32_t) const {
       assert(latch_.exclusive());
       return page_ + offset;
@@ -64,7 +68,8 @@ class MainMemoryWrites : public PagesStayPut<MainMemoryWrites> {
   MainMemoryWrites(const MainMemoryWrites&) = delete;
   MainMemoryWrites& operator=(const MainMemoryWrites&) = delete;
 
-  Guard fix(Swip& swip, Guard*) { return Guard(swip.frame<std::byte>()); }
+  // The swip read once, whole: a split beside may be moving it (move_swips).
+  Guard fix(Swip& swip, Guard*) { return Guard(Swip::load(swip).frame<std::byte>()); }
 
   // A leaf the B-tree is about to read, or to change.
   void latch_leaf(Guard& leaf, bool for_change) {
@@ -77,7 +82,28 @@ class MainMemoryWrites : public PagesStayPut<MainMemoryWrites> {
     return optimistic_leaf_read(memory_.latch_word(leaf.page_), leaf_reads_retried_, read,
                                 [&] { latch_leaf(leaf, false); });
   }
-  // A split, a merge or a new root: the exclusive latch's.
+  // A leaf split beside the changes, under the tree's structure version (BTree): its parent
+  // latched exclusive (no descent beside latches an inner node, so it waits for nothing), the
+  // new leaf allocated latched, swips moved and linked a word at a time.
+  void latch_parent(Guard& parent) { parent.latch_.lock(memory_.latch_word(parent.page_), true); }
+  Guard allocate_page() {
+    Guard page(memory_.allocate());
+    page.latch_.lock(memory_.latch_word(page.page_), true);
+    return page;
+  }
+  void move_swips(Guard& to, std::uint32_t offset, Guard*, Swip* swips, std::uint32_t count) {
+    assert(to.latch_.exclusive());
+    auto* target = reinterpret_cast<Swip*>(to.page_ + offset);
+    if (target < swips) {
+      for (std::uint32_t i = 0; i < count; ++i) Swip::store(target[i], Swip::load(swips[i]));
+    } else {
+      for (std::uint32_t i = count; i-- > 0;) Swip::store(target[i], Swip::load(swips[i]));
+    }
+  }
+  Swip swip_of(const Guard& guard) { return Swip::from_frame(guard.page_); }
+  void add_split_beside() { memory_.add_split_beside(); }
+
+  // Any other split, a merge or a new root: the exclusive latch's.
   [[noreturn]] void refuse_structure_change() {
     structure_refused_ = true;
     throw RetryExclusively{};

@@ -2,11 +2,13 @@
 // main-memory's changes of single leaf entries side by side, as tiers/resident_writes.hpp is
 // the buffer manager's: while the database latch is held for changes
 // (engine/operation_latch.hpp) no exclusive holder and no reader outside a transaction runs,
-// so only leaf entries change. Inner nodes are read without a latch; leaves are latched in
-// the latch word main-memory keeps for each page (shared for a scan's copy, exclusive to
-// change). A lookup reads its leaf optimistically instead (read_leaf), against the word's
-// version, and writes nothing shared. A thread holds at most one leaf latch at a time, so the
-// latches cannot deadlock.
+// so leaf entries change, and inner nodes only in leaf splits (below). Inner nodes are read
+// without a latch; leaves are latched in the latch word main-memory keeps for each page
+// (shared for a scan's copy, exclusive to change). A lookup reads its leaf optimistically
+// instead (read_leaf), against the word's version, and writes nothing shared. A thread holds
+// at most one leaf latch at a time, but a split: it latches the parent and the new leaf too,
+// which nobody else latches (no descent latches an inner node, and the new leaf is reached
+// only after the split), so the latches cannot deadlock.
 //
 // A leaf whose parent has room splits beside the changes (BTree::insert_splitting_leaf_beside):
 // under the tree's structure version (common/structure_version.hpp), which every descent here

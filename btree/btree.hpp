@@ -595,16 +595,76 @@ class BTree {
     if constexpr (requires { access_.refuse_structure_change(); })
       access_.refuse_structure_change();
   }
-  // Its removes: only one that leaves the leaf at least a quarter full, which merges nothing
-  // (an underfull inner node on the way waits for a later remove that descends exclusively).
+  // Its removes: all but one after which the exclusive remove would merge the leaf (an
+  // underfull inner node on the way waits for a later remove that descends exclusively). A
+  // remove that leaves its leaf under a quarter full lets the leaf go and looks at the
+  // neighbours first (leaf_merge_would_fit): where neither would take the leaf's entries, the
+  // exclusive remove would merge nothing either, and it removes here, from the same count.
+  // Without the look, a queue-like table (inserts at its tail, removes at its head: TPC-C's
+  // new_order) ran a quarter of every drained leaf's removes exclusively, between full leaves.
+  // What the look saw may change before the remove: then the leaf is looked at again, up to
+  // kMergeLooks times; a neighbour that shrinks afterwards leaves the leaf underfull until a
+  // later remove from it, as the underflow policy allows.
+  static constexpr unsigned kMergeLooks = 4;
   bool remove_without_merge(const K& key) {
-    std::uint32_t count;
-    Guard leaf = find_leaf_to_change(key, count);
-    Position at = search(leaf, count, key);
-    if (!at.found) return false;
-    if (count - 1u < kLeafUnderfull) structure_change();
-    erase_from_leaf(leaf, count, at.index, key);
-    return true;
+    std::optional<std::uint32_t> looked;  // the leaf's count after the remove, merging nothing
+    for (unsigned looks = 0;; ++looks) {
+      std::uint32_t after;
+      {
+        std::uint32_t count;
+        Guard leaf = find_leaf_to_change(key, count);
+        Position at = search(leaf, count, key);
+        if (!at.found) return false;
+        after = count - 1u;
+        if (after >= kLeafUnderfull || looked == after) {
+          erase_from_leaf(leaf, count, at.index, key);
+          return true;
+        }
+      }
+      if (looks == kMergeLooks || leaf_merge_would_fit(key, after)) structure_change();
+      looked = after;
+    }
+  }
+  // Whether merge_if_fits would merge the leaf `key` belongs in, holding `count` entries, with
+  // a neighbour: read beside changes, with no latch held meanwhile but the one a neighbour's
+  // count is read under. A tree whose structure moved meanwhile answers yes (ask exclusively).
+  bool leaf_merge_would_fit(const K& key, std::uint32_t count) {
+    const std::uint64_t seen = stable_structure();
+    Guard parent = access_.fix(root_, nullptr);
+    if (is_leaf(parent)) return false;  // the root: nothing to merge with
+    for (std::uint32_t depth = 1;; check_depth(parent, ++depth)) {
+      std::uint32_t parent_count, i;
+      {
+        [[maybe_unused]] const RacingSplits racing(structure_ != nullptr);
+        parent_count = header(parent).count;
+        i = upper_bound(parent, parent_count, key);
+      }
+      {
+        Guard child = access_.fix(swip_at(parent, i), &parent);
+        if (structure_moved(seen)) return true;
+        if (!is_leaf(child)) {
+          parent = std::move(child);
+          continue;
+        }
+      }
+      const std::uint32_t limit = count == 0 ? kLeafCapacity : kLeafMergeLimit;
+      for (std::uint32_t neighbour : {i + 1, i - 1}) {
+        if (neighbour > parent_count) continue;  // also catches i - 1 wrapping below 0
+        Guard sibling = access_.fix(swip_at(parent, neighbour), &parent);
+        const std::uint32_t sibling_count = leaf_count_beside(sibling);
+        if (structure_moved(seen) || count + sibling_count <= limit) return true;
+      }
+      return false;
+    }
+  }
+  // A leaf's count beside changes: read optimistically, or under its shared latch.
+  std::uint32_t leaf_count_beside(Guard& leaf) {
+    if constexpr (kOptimisticLeafReads) {
+      return access_.read_leaf(leaf, [&] { return std::uint32_t{header(leaf).count}; });
+    } else {
+      latch_if_leaf(leaf, LeafLatch::kShared);
+      return header(leaf).count;
+    }
   }
 
   // Every change of a leaf entry goes through a LeafChange (btree/leaf_change.hpp): a guard

@@ -30,9 +30,10 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
         log_(std::move(log)),
         double_write_(std::move(double_write)),
         manager_(std::move(manager)) {
-    // Readers holding the latch shared read beside the buffer manager's misses: frames it
-    // lets go wait for them to leave.
+    // Readers holding the latch shared, and changes beside each other, read beside the buffer
+    // manager's misses: frames it lets go wait for them to leave.
     manager_->share_with(&transactions_.latch().readers());
+    manager_->change_beside(&transactions_.latch().changer_slots());
   }
 
   ~BufferedDatabase() override {

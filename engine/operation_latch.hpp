@@ -90,6 +90,7 @@ class OperationLatch {
     }
     // Readers that take a slot after the count see it before they read anything.
     drain_readers();
+    changer_slots_.enter();
     hold(this, Mode::kChanges);
   }
   // Whether this thread holds the latch (in any mode).
@@ -123,6 +124,7 @@ class OperationLatch {
   std::uint32_t changers() const { return changers_.load(std::memory_order_relaxed); }
   void unlock_changes() {
     hold(nullptr, Mode::kShared);
+    changer_slots_.leave();
     changers_.fetch_sub(1, std::memory_order_release);
   }
 
@@ -160,6 +162,10 @@ class OperationLatch {
   // The shared holders, for grace periods: memory they may be reading is reused only once
   // they have left (tiers/retired_frames.hpp).
   const ReaderSlots& readers() const { return readers_; }
+  // The changers, each in its own slot, for grace periods beside changes: memory a change may
+  // be reading is reused only once the changes inside when it was let go have left. Not for
+  // waiting (changers_ counts them): a slot's word is written only by its thread.
+  const ReaderSlots& changer_slots() const { return changer_slots_; }
 
   // Scoped holders.
   class [[nodiscard]] Shared {
@@ -255,6 +261,7 @@ class OperationLatch {
   static inline std::atomic<std::uint64_t> latches_made{0};
   const std::uint64_t id_ = latches_made.fetch_add(1, std::memory_order_relaxed) + 1;
   ReaderSlots readers_;
+  ReaderSlots changer_slots_;
   alignas(64) std::atomic<bool> writer_{false};
   alignas(64) std::atomic<std::uint32_t> changers_{0};
   std::atomic<std::uint32_t> last_entered_{0};  // written by changers too: their line

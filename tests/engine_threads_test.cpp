@@ -822,11 +822,10 @@ TEST_P(ThreadsMissingPages, AReadInATransactionLoadsTheLeafItMisses) {
 }
 
 // With no frame free (a thread alone filled DRAM under the exclusive latch, which evicts on
-// demand), a change beside others evicts nothing: it stops, and a reader's misses evict ahead
-// (the first such bring-in, finding nothing free, runs exclusively itself: what it let go
-// waits for it to leave), and the changes after it load their leaves beside others into the
-// frames that left free.
-TEST_P(ThreadsMissingPages, WithNoFrameFreeAChangeEvictsNothingAndReadersEvictAhead) {
+// demand), the first change beside others evicts ahead but stops (what it let go waits for it
+// to leave), and brings its path in as a reader, whose misses evict ahead too; the changes
+// after it load their leaves beside others into the frames let go before them.
+TEST_P(ThreadsMissingPages, WithNoFrameFreeTheFirstChangeStopsAndTheNextLoadBesideOthers) {
   constexpr std::uint64_t kChanges = 48;  // more leaves than DRAM can have left free
   constexpr std::uint64_t kStep = kKeys / 2 / kChanges;
   std::thread([&] {  // alone after a few changes: exclusive; every leaf whole in a full frame

@@ -245,22 +245,23 @@ TEST(TiersRetiredFrames, AFrameComesBackOnlyAfterEveryReaderInsideHasLeft) {
   while (step.load() != 1) std::this_thread::yield();
   retired.retire(&a);
   EXPECT_TRUE(a.has(frame_flag::kRetired));
-  EXPECT_EQ(retired.reclaim(&slots, false, release), 0u) << "the reader is inside";
+  EXPECT_EQ(retired.reclaim(&slots, nullptr, false, release), 0u) << "the reader is inside";
   step = 2;
   while (step.load() != 3) std::this_thread::yield();
   retired.retire(&b);
-  EXPECT_EQ(retired.reclaim(&slots, false, release), 1u)
+  EXPECT_EQ(retired.reclaim(&slots, nullptr, false, release), 1u)
       << "a: its reader left, though inside again";
   EXPECT_EQ(released, std::vector<FrameHeader*>{&a});
-  EXPECT_EQ(retired.reclaim(&slots, false, release), 0u) << "b: the reader inside when it went is";
+  EXPECT_EQ(retired.reclaim(&slots, nullptr, false, release), 0u)
+      << "b: the reader inside when it went is";
   step = 4;
   reader.join();
-  EXPECT_EQ(retired.reclaim(&slots, false, release), 1u);
+  EXPECT_EQ(retired.reclaim(&slots, nullptr, false, release), 1u);
   EXPECT_TRUE(retired.empty());
   EXPECT_EQ(released, (std::vector<FrameHeader*>{&a, &b}));
 }
 
-// Changes hold no reader slot: a frame let go beside them comes back only once no change
+// Without the changers' slots, a frame let go beside changes comes back only once no change
 // may be inside, whatever the readers do.
 TEST(TiersRetiredFrames, AFrameLetGoBesideChangesComesBackOnlyOnceNoChangeIsInside) {
   ReaderSlots slots;
@@ -271,10 +272,56 @@ TEST(TiersRetiredFrames, AFrameLetGoBesideChangesComesBackOnlyOnceNoChangeIsInsi
   retired.retire_beside_changes(&a);
   EXPECT_TRUE(a.has(frame_flag::kRetired));
   EXPECT_FALSE(retired.empty());
-  EXPECT_EQ(retired.reclaim(&slots, true, release), 0u) << "changes may be inside";
-  EXPECT_EQ(retired.reclaim(nullptr, true, release), 0u) << "no reader, but changes";
-  EXPECT_EQ(retired.reclaim(&slots, false, release), 1u);
+  EXPECT_EQ(retired.reclaim(&slots, nullptr, true, release), 0u) << "changes may be inside";
+  EXPECT_EQ(retired.reclaim(nullptr, nullptr, true, release), 0u) << "no reader, but changes";
+  EXPECT_EQ(retired.reclaim(&slots, nullptr, false, release), 1u);
   EXPECT_EQ(released, std::vector<FrameHeader*>{&a});
+  EXPECT_TRUE(retired.empty());
+}
+
+// With the changers' slots, a frame let go beside changes comes back once every change inside
+// when it was let go (pictured at the end of the miss) has left, while changes go on; and at
+// once where no change may be inside.
+TEST(TiersRetiredFrames, AFrameLetGoBesideChangesComesBackOnceTheChangesInsideThenHaveLeft) {
+  ReaderSlots readers, changers;
+  RetiredFrames retired;
+  FrameHeader a, b, c;
+  std::vector<FrameHeader*> released;
+  auto release = [&](FrameHeader* frame) { released.push_back(frame); };
+  std::atomic<int> step{0};
+  std::thread changer([&] {
+    changers.enter();
+    step = 1;
+    while (step.load() != 2) std::this_thread::yield();
+    changers.leave();
+    changers.enter();  // a new change, which cannot reach what was let go before
+    step = 3;
+    while (step.load() != 4) std::this_thread::yield();
+    changers.leave();
+  });
+  while (step.load() != 1) std::this_thread::yield();
+  retired.retire_beside_changes(&a);
+  retired.picture(&readers, &changers);  // the end of the miss that let a go
+  EXPECT_EQ(retired.reclaim(&readers, &changers, true, release), 0u) << "its changer is inside";
+  step = 2;
+  while (step.load() != 3) std::this_thread::yield();
+  retired.retire_beside_changes(&b);
+  EXPECT_EQ(retired.reclaim(&readers, &changers, true, release), 1u)
+      << "a: its changer left, though inside again";
+  EXPECT_EQ(released, std::vector<FrameHeader*>{&a});
+  EXPECT_EQ(retired.reclaim(&readers, &changers, true, release), 0u)
+      << "b: the change inside when it went is";
+  step = 4;
+  changer.join();
+  EXPECT_EQ(retired.reclaim(&readers, &changers, true, release), 1u);
+  EXPECT_EQ(released, (std::vector<FrameHeader*>{&a, &b}));
+  // Where no change may be inside (a reader's miss, the exclusive latch), at once.
+  changers.enter();
+  retired.retire_beside_changes(&c);
+  retired.picture(&readers, &changers);
+  EXPECT_EQ(retired.reclaim(&readers, &changers, true, release), 0u);
+  EXPECT_EQ(retired.reclaim(&readers, &changers, false, release), 1u);
+  changers.leave();
   EXPECT_TRUE(retired.empty());
 }
 

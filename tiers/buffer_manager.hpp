@@ -45,8 +45,9 @@
 // frames let go (evicted, replaced, promoted) go back to the pool only once the readers inside
 // then have left (tiers/retired_frames.hpp). Changes beside each other (the latch in changes
 // mode, tiers/resident_writes.hpp) load a page not in DRAM into a free frame under the miss
-// latch too (tiers/changer_misses.cpp), and checkpoints beside them write each frame back
-// under it; nothing is evicted or let go beside changes.
+// latch too (tiers/changer_misses.cpp), evicting ahead as readers do (each victim latched
+// first, without waiting; frames let go come back once the changes inside then have left),
+// and checkpoints beside them write each frame back under it.
 #include <array>
 #include <atomic>
 #include <cassert>
@@ -182,6 +183,11 @@ class BufferManager {
   // Readers beside each other (tiers/resident_reads.hpp), holding the database latch shared.
   // The readers, whose leaving ends a grace period; null: no reader runs beside the manager.
   void share_with(const ReaderSlots* readers) { readers_ = readers; }
+  // The changes beside each other (engine/operation_latch.hpp), each in a slot of its own, whose
+  // leaving ends a grace period for frames let go beside them: then their misses evict ahead
+  // (tiers/dram_eviction.cpp). Null: frames let go beside changes wait for a time no change
+  // may be inside, and nothing is evicted beside changes.
+  void change_beside(const ReaderSlots* changers) { changers_ = changers; }
   // The page's DRAM frame or null (nothing loaded, nothing counted).
   FrameHeader* frame_in_dram(PageId page_id) const {
     const std::optional<void*> entry = page_table_.find_racing(page_id);
@@ -224,8 +230,8 @@ class BufferManager {
   const std::byte* read_for_reader(FrameHeader*& frame, std::uint32_t offset, std::uint32_t length);
   // A change's miss beside other changes (tiers/changer_misses.cpp): the frame `swip` leads
   // to, loaded into a free frame if need be and swizzled as fix() would (parent: the frame the
-  // changer read the swip from). Throws RetryExclusively when no frame is free (nothing is
-  // evicted beside changes), Error as fix() does.
+  // changer read the swip from). Throws RetryExclusively when no frame is free (frames it
+  // evicted ahead come back once the changes inside have left), Error as fix() does.
   FrameHeader* fix_beside_changes(Swip& swip, FrameHeader* parent);
   // Lines of a page's DRAM frame that do not simply append (a mini page to sort into a copy
   // or to promote), beside changes: the bytes and the frame that holds them now, or {bytes:
@@ -323,6 +329,8 @@ class BufferManager {
   void evict_ahead(Need need);
   bool evict_for(Need need);
   bool evictable(FrameHeader* frame) const;
+  bool latch_victim(FrameHeader* frame);
+  void unlatch_victim(FrameHeader* frame);
   void evict(FrameHeader* frame);
   // A swizzled swip inside a full frame, as its child's header records it.
   struct SwizzledSwip {
@@ -383,6 +391,7 @@ class BufferManager {
   // Readers beside the manager (see Threads above). The miss latch has a cache line of its
   // own: appends beside it read the fields around it.
   const ReaderSlots* readers_ = nullptr;
+  const ReaderSlots* changers_ = nullptr;
   bool appends_beside_ = false;  // append_for_reader may run (set at construction)
   const std::byte* append_lines(FrameHeader* frame, std::uint32_t offset, std::uint32_t length);
   alignas(64) SpinLatch miss_latch_;

@@ -2,10 +2,11 @@
 // the database latch for changes (tiers/resident_writes.hpp), served under the miss latch
 // while the other changes go on. A page not in DRAM is loaded into a free frame, and a swip
 // swizzled; a mini page whose lines do not simply append is sorted into a copy or promoted,
-// under its frame latch, the new frame latched before anything leads to it. Nothing is
-// evicted beside changes, and what is let go waits until no change may be inside
-// (tiers/retired_frames.hpp): where no frame is free, the change brings its path in as a
-// reader (whose misses evict ahead) and tries beside again.
+// under its frame latch, the new frame latched before anything leads to it. While few slabs
+// are free, a miss evicts ahead (tiers/dram_eviction.cpp: victims latched first, without
+// waiting), and what is let go waits until the changes inside then have left
+// (tiers/retired_frames.hpp): where no frame is free yet, the change brings its path in as a
+// reader and tries beside again.
 #include "tiers/buffer_manager.hpp"
 #include "tiers/serving_miss.hpp"
 

@@ -8,17 +8,21 @@
 
 namespace tristore {
 
-// Beside readers, evicted frames come back only after a grace period, which a reader that
-// lost its core stretches. So while few slabs are free, a miss evicts a batch ahead for the
-// misses to come, keeping up to kFramesInFlight (at most an eighth of the pool, at least one
-// batch) retired.
+// Beside readers, and beside changes, evicted frames come back only after a grace period,
+// which a thread that lost its core stretches. So while few slabs are free, a miss evicts a
+// batch ahead for the misses to come, keeping up to kFramesInFlight (at most an eighth of the
+// pool, at least one batch) retired. Beside changes, a victim is latched first, without
+// waiting: a frame a change holds (its leaf, latched until its change is logged) is passed
+// over, and a change that latches a frame evicted meanwhile finds it let go
+// (tiers/resident_writes.hpp).
 constexpr std::size_t kEvictionsAhead = 16;
 constexpr std::size_t kFreeSlabsKept = 2;
 constexpr std::size_t kFramesInFlight = 256;
 
 template <typename Frame, typename TryAllocate>
 Frame* BufferManager::allocate(Need need, TryAllocate&& try_allocate) {
-  if (sharing_ && pool_.free_slabs() <= kFreeSlabsKept) evict_ahead(need);
+  const bool beside = sharing_ || (changing_ && changers_ != nullptr);
+  if (beside && pool_.free_slabs() <= kFreeSlabsKept) evict_ahead(need);
   for (;;) {
     if (Frame* frame = try_allocate()) return frame;
     if (reclaim_retired() > 0) continue;
@@ -56,7 +60,7 @@ void BufferManager::release_frame(FrameHeader* frame) {
 
 std::size_t BufferManager::reclaim_retired() {
   if (retired_.empty()) return 0;
-  return retired_.reclaim(readers_, changing_,
+  return retired_.reclaim(readers_, changers_, changing_,
                           [this](FrameHeader* frame) { pool_.release(frame); });
 }
 
@@ -81,7 +85,9 @@ bool BufferManager::evict_for(Need need) {
         frame->clear(frame_flag::kReferenced);
         continue;
       }
+      if (!latch_victim(frame)) continue;
       evict(frame);
+      unlatch_victim(frame);
       return true;
     }
     if (pool_.kind(slab) != SlabKind::kMini) continue;
@@ -94,18 +100,44 @@ bool BufferManager::evict_for(Need need) {
       } else if (frame->has(frame_flag::kReferenced)) {
         frame->clear(frame_flag::kReferenced);
         all_cold = false;
-      } else if (need == Need::kAnything) {
+      } else if (need == Need::kAnything && latch_victim(frame)) {
         evict(frame);
+        unlatch_victim(frame);
         return true;
       }
     }
     if (need == Need::kFullFrame && all_cold) {
+      // Every mini page of the slab latched, or none evicted.
+      std::uint32_t latched = 0;
       for (std::size_t i = 0; i < FramePool::kMinisPerSlab; ++i)
-        if (pool_.minis_in_use(slab) & (1u << i)) evict(&pool_.mini_page(slab, i)->header);
+        if ((pool_.minis_in_use(slab) & (1u << i)) &&
+            latch_victim(&pool_.mini_page(slab, i)->header))
+          latched |= 1u << i;
+      if (latched != pool_.minis_in_use(slab)) {
+        for (std::size_t i = 0; i < FramePool::kMinisPerSlab; ++i)
+          if (latched & (1u << i)) unlatch_victim(&pool_.mini_page(slab, i)->header);
+        continue;
+      }
+      for (std::size_t i = 0; i < FramePool::kMinisPerSlab; ++i) {
+        if (!(latched & (1u << i))) continue;
+        FrameHeader* frame = &pool_.mini_page(slab, i)->header;
+        evict(frame);
+        unlatch_victim(frame);
+      }
       return true;
     }
   }
   return false;
+}
+
+// Beside changes, the frame latch, tried; elsewhere nothing (readers and the exclusive
+// latch's holder take none).
+bool BufferManager::latch_victim(FrameHeader* frame) {
+  return !changing_ || frame->try_latch_exclusive();
+}
+
+void BufferManager::unlatch_victim(FrameHeader* frame) {
+  if (changing_) frame->unlatch_exclusive();
 }
 
 void BufferManager::evict(FrameHeader* frame) {

@@ -1,9 +1,12 @@
 #pragma once
 // Changes of single leaf entries side by side, while the database latch is held for changes
 // (engine/operation_latch.hpp): no reader outside a transaction and no exclusive holder runs,
-// so no frame is evicted or reused, and the bytes of inner nodes stay as they are (but for
-// swips swizzled, below); leaf entries change, lines are appended, pages are loaded into free
-// frames or move to new ones. So inner nodes are read without a latch, and leaves are latched in
+// so no frame is reused while a change may be reading it, and the bytes of inner nodes stay
+// as they are (but for swips swizzled and unswizzled, below); leaf entries change, lines are
+// appended, pages are loaded into free frames or move to new ones, and misses evict ahead
+// (a victim latched first: a frame a change holds is passed over, and one that a change
+// latches or reads after its eviction is found let go). So inner nodes are read without a
+// latch, and leaves are latched in
 // their frame (latch_leaf: FrameHeader::latch_shared, or latch_exclusive for a change and for
 // a read of a leaf not whole in DRAM, whose misses, a scan's whole leaf too, are then served
 // beside the changes). A thread waits for at most one frame latch at a time (an append only

@@ -5,9 +5,11 @@
 // left (common/reader_slots.hpp), so a reader never sees a frame reused under it. They are
 // pictured in batches, one per miss: a picture costs one load per thread slot.
 //
-// Changes beside each other (tiers/resident_writes.hpp) hold no reader slot: a frame let go
-// beside them (a mini page sorted into a copy or promoted) waits until no change may be
-// inside, that is until a miss served beside readers or under the exclusive latch reclaims.
+// Changes beside each other (tiers/resident_writes.hpp) announce themselves in slots of their
+// own (the changers'): a frame let go beside them (evicted, a mini page sorted into a copy or
+// promoted) waits until every change inside when it was let go has left, or until no change
+// may be inside (a miss served beside readers or under the exclusive latch). Without the
+// changers' slots, only the latter.
 #include <cstddef>
 #include <deque>
 #include <utility>
@@ -26,42 +28,40 @@ class RetiredFrames {
   }
   void retire_beside_changes(FrameHeader* frame) {
     frame->set(frame_flag::kRetired);
-    beside_changes_.push_back(frame);
+    changes_waiting_.push_back(frame);
   }
-  bool empty() const { return waiting_.empty() && batches_.empty() && beside_changes_.empty(); }
+  bool empty() const { return size() == 0; }
   std::size_t size() const {
-    std::size_t frames = waiting_.size() + beside_changes_.size();
+    std::size_t frames = waiting_.size() + changes_waiting_.size();
     for (const Batch& batch : batches_) frames += batch.frames.size();
+    for (const Batch& batch : changes_batches_) frames += batch.frames.size();
     return frames;
   }
 
-  // Pictures the readers inside now for the frames retired since the last picture: called
-  // once they are unlinked (at the end of each miss), so that they come back as soon as these
-  // readers leave.
-  void picture_readers(const ReaderSlots* readers) {
-    if (waiting_.empty()) return;
-    batches_.push_back({readers != nullptr ? readers->snapshot() : ReaderSlots::Snapshot{},
-                        std::exchange(waiting_, {})});
+  // Pictures the readers, and the changers, inside now for the frames retired since the last
+  // picture: called once they are unlinked (at the end of each miss), so that they come back
+  // as soon as these threads leave. Without the changers' slots (null), frames let go beside
+  // changes wait for a time no change may be inside.
+  void picture(const ReaderSlots* readers, const ReaderSlots* changers) {
+    picture_into(batches_, waiting_, readers);
+    if (changers != nullptr) picture_into(changes_batches_, changes_waiting_, changers);
   }
 
-  // Hands every frame whose readers have left to release(frame) and returns how many. Without
-  // readers (null), all go; those let go beside changes only while no change may be inside.
+  // Hands every frame whose readers (or changers) have left to release(frame) and returns how
+  // many. Without readers (null), all frames retired beside readers go; all those retired
+  // beside changes, where no change may be inside.
   template <typename Release>
-  std::size_t reclaim(const ReaderSlots* readers, bool changes_inside, Release&& release) {
-    picture_readers(readers);
-    std::size_t released = 0;
+  std::size_t reclaim(const ReaderSlots* readers, const ReaderSlots* changers, bool changes_inside,
+                      Release&& release) {
+    picture(readers, changers);
+    std::size_t released = release_left(batches_, readers, release);
     if (!changes_inside) {
-      for (FrameHeader* frame : beside_changes_) release(frame);
-      released += beside_changes_.size();
-      beside_changes_.clear();
+      for (FrameHeader* frame : changes_waiting_) release(frame);
+      released += changes_waiting_.size();
+      changes_waiting_.clear();
+      changers = nullptr;  // every batch goes
     }
-    while (!batches_.empty() &&
-           (readers == nullptr || readers->left_since(batches_.front().picture))) {
-      for (FrameHeader* frame : batches_.front().frames) release(frame);
-      released += batches_.front().frames.size();
-      batches_.pop_front();
-    }
-    return released;
+    return released + release_left(changes_batches_, changers, release);
   }
 
  private:
@@ -69,9 +69,28 @@ class RetiredFrames {
     ReaderSlots::Snapshot picture;
     std::vector<FrameHeader*> frames;
   };
-  std::vector<FrameHeader*> waiting_;  // retired since the last picture
-  std::deque<Batch> batches_;          // oldest first
-  std::vector<FrameHeader*> beside_changes_;
+  static void picture_into(std::deque<Batch>& batches, std::vector<FrameHeader*>& waiting,
+                           const ReaderSlots* inside) {
+    if (waiting.empty()) return;
+    batches.push_back({inside != nullptr ? inside->snapshot() : ReaderSlots::Snapshot{},
+                       std::exchange(waiting, {})});
+  }
+  template <typename Release>
+  static std::size_t release_left(std::deque<Batch>& batches, const ReaderSlots* inside,
+                                  Release& release) {
+    std::size_t released = 0;
+    while (!batches.empty() && (inside == nullptr || inside->left_since(batches.front().picture))) {
+      for (FrameHeader* frame : batches.front().frames) release(frame);
+      released += batches.front().frames.size();
+      batches.pop_front();
+    }
+    return released;
+  }
+
+  std::vector<FrameHeader*> waiting_;          // retired beside readers since the last picture
+  std::deque<Batch> batches_;                  // oldest first
+  std::vector<FrameHeader*> changes_waiting_;  // retired beside changes since the last picture
+  std::deque<Batch> changes_batches_;
 };
 
 }  // namespace tristore

@@ -2,8 +2,8 @@
 // The miss latch held while one miss is served beside other threads: a reader's
 // (tiers/reader_misses.cpp, flag sharing_) or a change's (tiers/changer_misses.cpp, flag
 // changing_). Misses take it in turn; while it is held, frames let go are retired, not freed.
-// On leaving, the readers inside are pictured for the frames retired meanwhile (a change's
-// miss retires none there: its frames wait in retire_beside_changes). A checkpoint beside
+// On leaving, the readers and the changers inside are pictured for the frames retired
+// meanwhile (tiers/retired_frames.hpp). A checkpoint beside
 // changes writes each frame back under the latch too (write_back_beside), so neither sees the
 // other's frame or swip half made.
 #include "tiers/buffer_manager.hpp"
@@ -18,7 +18,7 @@ class BufferManager::ServingMiss {
     manager_.*beside_ = true;
   }
   ~ServingMiss() {
-    manager_.retired_.picture_readers(manager_.readers_);
+    manager_.retired_.picture(manager_.readers_, manager_.changers_);
     manager_.*beside_ = false;
     manager_.miss_latch_.unlock();
   }

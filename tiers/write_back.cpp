@@ -264,8 +264,9 @@ void BufferManager::begin_write_back_round() {
 }
 
 bool BufferManager::write_back_beside(std::size_t max_pages) {
-  // Changes mode: frames are taken (a change's miss, tiers/changer_misses.cpp), and let go
-  // only when retired earlier or when an SSD read fails; changers change full frames and mini
+  // Changes mode: frames are taken and let go (a change's miss, tiers/changer_misses.cpp:
+  // evicted, moved, an SSD read failed) under the miss latch, and come back to the pool only
+  // once this checkpoint, a change inside, has left; changers change full frames and mini
   // pages, each under its frame latch. The pool's slabs, a frame's state and its swips are
   // read under the miss latch too, as misses change them.
   const std::uint32_t round = write_back_round_.load(std::memory_order_relaxed);

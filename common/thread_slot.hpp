@@ -1,9 +1,14 @@
 #pragma once
 // A small index per thread, for what is kept per thread in fixed arrays of cache-line-sized
-// slots (the operation latch's readers, the buffer manager's read counters): threads beyond
-// kThreadSlots share slots, round robin.
+// slots (the operation latch's readers and changers, the buffer manager's read counters). A
+// thread takes the lowest free slot at its first call and gives it back when it ends, so a
+// process that starts and ends many threads (a pool that grows and shrinks, a test suite)
+// shares no slot while at most kThreadSlots threads live at once; beyond that, threads share
+// slots, round robin, and keep sharing (thread_slots_shared). A slot given back may go to a
+// thread that comes later: what a slot counts only ever moves forward.
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -12,13 +17,41 @@ namespace tristore {
 inline constexpr std::size_t kThreadSlots = 64;
 
 namespace detail {
-inline std::atomic<std::size_t> threads_given_a_slot{0};
+static_assert(kThreadSlots == 64, "the free slots are the bits of one word");
+inline std::atomic<std::uint64_t> free_thread_slots{~std::uint64_t{0}};
+inline std::atomic<std::size_t> thread_slots_given{0};  // slots [0, n) have had a thread
+inline std::atomic<bool> thread_slots_overflowed{false};
+inline std::atomic<std::size_t> shared_slots_given{0};
 inline constexpr std::size_t kNoSlotYet = ~std::size_t{0};
 // constinit: no guard for a dynamic initialisation on every call, only a load and a test.
 inline constinit thread_local std::size_t this_threads_slot = kNoSlotYet;
+// Gives the slot back when the thread ends (registered at the thread's first call).
+struct ThreadSlotReturn {
+  std::size_t slot = kNoSlotYet;
+  ~ThreadSlotReturn() {
+    if (slot != kNoSlotYet)
+      free_thread_slots.fetch_or(std::uint64_t{1} << slot, std::memory_order_seq_cst);
+  }
+};
+inline thread_local ThreadSlotReturn thread_slot_return;
 [[gnu::noinline]] inline std::size_t give_this_thread_a_slot() {
-  this_threads_slot = threads_given_a_slot.fetch_add(1, std::memory_order_seq_cst) % kThreadSlots;
-  return this_threads_slot;
+  std::uint64_t free = free_thread_slots.load(std::memory_order_seq_cst);
+  while (free != 0) {
+    const auto slot = static_cast<std::size_t>(std::countr_zero(free));
+    if (!free_thread_slots.compare_exchange_weak(free, free & ~(std::uint64_t{1} << slot),
+                                                 std::memory_order_seq_cst))
+      continue;
+    thread_slot_return.slot = slot;
+    for (std::size_t given = thread_slots_given.load(std::memory_order_seq_cst);
+         given <= slot &&
+         !thread_slots_given.compare_exchange_weak(given, slot + 1, std::memory_order_seq_cst);) {
+    }
+    return this_threads_slot = slot;
+  }
+  thread_slots_overflowed.store(true, std::memory_order_seq_cst);
+  thread_slots_given.store(kThreadSlots, std::memory_order_seq_cst);
+  return this_threads_slot =
+             shared_slots_given.fetch_add(1, std::memory_order_relaxed) % kThreadSlots;
 }
 }  // namespace detail
 
@@ -30,9 +63,10 @@ inline std::size_t thread_slot() {
 }
 
 // Slots [0, thread_slots_in_use()) are every slot a thread has had so far (sequentially
-// consistent: a thread whose first thread_slot() comes after this call is not counted).
+// consistent: a thread whose first thread_slot() comes after this call, in a slot not had
+// before, is not counted).
 inline std::size_t thread_slots_in_use() {
-  return std::min(detail::threads_given_a_slot.load(std::memory_order_seq_cst), kThreadSlots);
+  return detail::thread_slots_given.load(std::memory_order_seq_cst);
 }
 
 // Adds n to a counter kept in the calling thread's slot: only that thread adds to it, so a
@@ -42,9 +76,10 @@ inline void add_in_own_slot(std::atomic<std::uint64_t>& counter, std::uint64_t n
   counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
 }
 
-// Whether some slot has had more than one thread.
+// Whether some slot may have more than one thread at once (more than kThreadSlots threads
+// lived at once, at some time).
 inline bool thread_slots_shared() {
-  return detail::threads_given_a_slot.load(std::memory_order_acquire) > kThreadSlots;
+  return detail::thread_slots_overflowed.load(std::memory_order_acquire);
 }
 
 }  // namespace tristore

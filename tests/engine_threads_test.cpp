@@ -822,10 +822,10 @@ TEST_P(ThreadsMissingPages, AReadInATransactionLoadsTheLeafItMisses) {
 }
 
 // With no frame free (a thread alone filled DRAM under the exclusive latch, which evicts on
-// demand), the first change beside others evicts ahead but stops (what it let go waits for it
-// to leave), and brings its path in as a reader, whose misses evict ahead too; the changes
-// after it load their leaves beside others into the frames let go before them.
-TEST_P(ThreadsMissingPages, WithNoFrameFreeTheFirstChangeStopsAndTheNextLoadBesideOthers) {
+// demand), changes beside others evict ahead and load their leaves into the frames let go
+// before them. The first may stop (what it let go waits for it to leave; a mini page may
+// still find room) and bring its path in as a reader; none after it.
+TEST_P(ThreadsMissingPages, WithNoFrameFreeChangesEvictAheadAndLoadBesideOthers) {
   constexpr std::uint64_t kChanges = 48;  // more leaves than DRAM can have left free
   constexpr std::uint64_t kStep = kKeys / 2 / kChanges;
   std::thread([&] {  // alone after a few changes: exclusive; every leaf whole in a full frame
@@ -847,8 +847,7 @@ TEST_P(ThreadsMissingPages, WithNoFrameFreeTheFirstChangeStopsAndTheNextLoadBesi
               static_cast<unsigned long long>(during.reader_misses),
               static_cast<unsigned long long>(during.changer_misses),
               static_cast<unsigned long long>(during.dram_evictions));
-  EXPECT_GE(during.changes_retried, 1u) << "stopped where no frame was free";
-  EXPECT_GE(during.reader_misses, 1u) << "a reader's misses evicted ahead";
+  EXPECT_LE(during.changes_retried, 1u) << "only the first may stop";
   EXPECT_GE(during.dram_evictions, 1u);
   EXPECT_GE(during.changer_misses, kChanges / 2) << "most leaves loaded beside others";
   EXPECT_GE(during.changes_beside, kChanges / 2);

@@ -90,7 +90,7 @@ class OperationLatch {
     }
     // Readers that take a slot after the count see it before they read anything.
     drain_readers();
-    changer_slots_.enter();
+    if (changers_in_slots_) changer_slots_.enter();
     hold(this, Mode::kChanges);
   }
   // Whether this thread holds the latch (in any mode).
@@ -124,7 +124,7 @@ class OperationLatch {
   std::uint32_t changers() const { return changers_.load(std::memory_order_relaxed); }
   void unlock_changes() {
     hold(nullptr, Mode::kShared);
-    changer_slots_.leave();
+    if (changers_in_slots_) changer_slots_.leave();
     changers_.fetch_sub(1, std::memory_order_release);
   }
 
@@ -164,8 +164,12 @@ class OperationLatch {
   const ReaderSlots& readers() const { return readers_; }
   // The changers, each in its own slot, for grace periods beside changes: memory a change may
   // be reading is reused only once the changes inside when it was let go have left. Not for
-  // waiting (changers_ counts them): a slot's word is written only by its thread.
-  const ReaderSlots& changer_slots() const { return changer_slots_; }
+  // waiting (changers_ counts them). Kept only once asked for (two locked instructions per
+  // change, on the thread's own line), before any thread enters.
+  const ReaderSlots& changer_slots() {
+    changers_in_slots_ = true;
+    return changer_slots_;
+  }
 
   // Scoped holders.
   class [[nodiscard]] Shared {
@@ -260,6 +264,7 @@ class OperationLatch {
   static inline thread_local AloneSeen alone_seen{0, 0, 0};
   static inline std::atomic<std::uint64_t> latches_made{0};
   const std::uint64_t id_ = latches_made.fetch_add(1, std::memory_order_relaxed) + 1;
+  bool changers_in_slots_ = false;  // set before any thread enters
   ReaderSlots readers_;
   ReaderSlots changer_slots_;
   alignas(64) std::atomic<bool> writer_{false};

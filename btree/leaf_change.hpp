@@ -153,7 +153,7 @@ void apply_leaf_change(Page& page, const LeafChange& change, const std::byte* ke
   switch (change.kind) {
     case LeafChangeKind::kInsert: {
       if (header.is_leaf != 1 || count >= leaf.capacity || i > count ||
-          change.bytes_size != change.value_size)
+          change.bytes_size != change.value_size || bytes == nullptr)
         fail("leaf change: insert at {} into a node of kind {} with {} of {} entries", i,
              header.is_leaf, count, leaf.capacity);
       claim_leaf_change_writes(page, leaf, change, count);
@@ -182,9 +182,11 @@ void apply_leaf_change(Page& page, const LeafChange& change, const std::byte* ke
             "entries",
             change.bytes_size, change.part_offset, i, header.is_leaf, count);
       claim_leaf_change_writes(page, leaf, change, count);
-      if (change.bytes_size > 0)
-        std::memcpy(page.write(leaf.value_offset(i) + change.part_offset, change.bytes_size), bytes,
-                    change.bytes_size);
+      if (change.bytes_size == 0) return;
+      if (bytes == nullptr)
+        fail("leaf change: an update of {} bytes with none given", change.bytes_size);
+      std::memcpy(page.write(leaf.value_offset(i) + change.part_offset, change.bytes_size), bytes,
+                  change.bytes_size);
       return;
     }
     default:

@@ -30,7 +30,11 @@ class RetiredFrames {
     frame->set(frame_flag::kRetired);
     changes_waiting_.push_back(frame);
   }
-  bool empty() const { return size() == 0; }
+  // Asked at every allocation: no walk over the batches.
+  bool empty() const {
+    return waiting_.empty() && batches_.empty() && changes_waiting_.empty() &&
+           changes_batches_.empty();
+  }
   std::size_t size() const {
     std::size_t frames = waiting_.size() + changes_waiting_.size();
     for (const Batch& batch : batches_) frames += batch.frames.size();

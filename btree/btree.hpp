@@ -555,17 +555,12 @@ class BTree {
       if (!structure_->try_begin_split(seen)) continue;
       const SplitBeside splitting(*structure_);
       access_.latch_parent(parent);
-      // 3.
-      split_child(parent, parent_count, i, leaf, key);
-      if (key < key_at(parent, i)) {
-        insert_into_leaf(leaf, header(leaf).count, search(leaf, header(leaf).count, key).index, key,
-                         value);
-      } else {
-        Guard right = access_.fix(swip_at(parent, i + 1), &parent);
-        latch_if_leaf(right, LeafLatch::kExclusive);
-        const std::uint32_t right_count = header(right).count;
-        insert_into_leaf(right, right_count, search(right, right_count, key).index, key, value);
-      }
+      // 3. The new leaf is taken as allocated, still latched (not fixed again: a logging access
+      //    keeps every page it wrote latched until the operation's record is written).
+      Guard right = split_child(parent, parent_count, i, leaf, key);
+      Guard& into = key < key_at(parent, i) ? leaf : right;
+      const std::uint32_t into_count = header(into).count;
+      insert_into_leaf(into, into_count, search(into, into_count, key).index, key, value);
       access_.add_split_beside();
       return true;
     }
@@ -707,9 +702,16 @@ class BTree {
       Swip* from = as_swips(node.write(Inner::swip_offset(i + 1), (count - i + 1) * sizeof(Swip)));
       access_.move_swips(node, Inner::swip_offset(i + 2), &node, from, count - i);
     }
-    // One store: a descent beside a leaf split reads the swip once, whole (kSplitsBeside).
-    Swip::store(*as_swips(node.write(Inner::swip_offset(i + 1), sizeof(Swip))), child);
+    store_swip(node, Inner::swip_offset(i + 1), child);
     set_count(node, count + 1);
+  }
+  // One store: a descent beside a leaf split reads the swip once, whole (kSplitsBeside). An
+  // access whose misses swizzle swips beside the split stores it itself (store_swip).
+  void store_swip(Guard& node, std::uint32_t offset, Swip swip) {
+    if constexpr (requires { access_.store_swip(node, offset, swip); })
+      access_.store_swip(node, offset, swip);
+    else
+      Swip::store(*as_swips(node.write(offset, sizeof(Swip))), swip);
   }
 
   // Removes key i and swip i + 1 of an inner node.
@@ -724,13 +726,14 @@ class BTree {
   }
 
   // Splits the full `child` (swip i of the non-full `parent`): its upper half moves to a new
-  // right sibling. `child` keeps the lower half.
+  // right sibling, which is returned (latched, where the access latches new pages). `child`
+  // keeps the lower half.
   // A leaf splits at its middle, or where `key` goes when that is in its upper quarter: keys
   // that arrive in ascending order (an append, or one of several ascending runs side by side,
   // like TPC-C's districts) then fill the left leaf and start a new one nearly empty, instead
   // of moving half a leaf at every split (pages filled full, and far less logged).
-  void split_child(Guard& parent, std::uint32_t parent_count, std::uint32_t i, Guard& child,
-                   const K& key) {
+  Guard split_child(Guard& parent, std::uint32_t parent_count, std::uint32_t i, Guard& child,
+                    const K& key) {
     // 1. Allocate first: if that fails, nothing has changed.
     Guard sibling = access_.allocate_page();
     // 2. Move the upper part.
@@ -767,6 +770,7 @@ class BTree {
     set_count(child, keep);
     // 3. Link the sibling.
     insert_into_inner(parent, parent_count, i, separator, access_.swip_of(sibling));
+    return sibling;
   }
 
   // The root is full: a new root above it takes over the root swip, then the old root splits.

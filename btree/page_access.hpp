@@ -22,6 +22,9 @@
 //  - Optional: guard.change_leaf(change, key, bytes) takes a leaf entry's change whole
 //    (btree/leaf_change.hpp), as the logging decorator does to log it at tuple level; without
 //    it the tree applies the change through read and write.
+//  - Optional: access.store_swip(guard, offset, swip) stores the swip that links a new page
+//    into its parent, as an access whose misses swizzle swips beside a split must serialise
+//    it with them (tiers/resident_writes.hpp); without it the tree stores it through write.
 #include <concepts>
 #include <cstddef>
 #include <cstdint>

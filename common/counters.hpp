@@ -30,7 +30,7 @@ namespace tristore {
   X(changes_beside)        /* reads and changes in transactions served beside each other */    \
   X(changes_retried)       /* such operations that needed more, run again exclusively */       \
   X(structure_retried)     /* of those, ones that would split, merge or make a new root */     \
-  X(splits_beside)         /* leaves split beside the changes (main-memory) */                 \
+  X(splits_beside)         /* leaves split beside the changes (not nvm-direct) */              \
   X(leaf_reads_retried)    /* optimistic leaf reads beside changes that a change spoilt */     \
   X(nvm_admissions)        /* DRAM evictions admitted to NVM */                                \
   X(nvm_admissions_denied) /* DRAM evictions sent to SSD instead */                            \

@@ -63,7 +63,7 @@ class BTreeTable final : public TableInterface<K, V> {
         read_tree_(read_access(context), root),
         root_page_(root_page_id()) {
     if constexpr (kLogged) height_ = &context.tree_height(&root);
-    if constexpr (!kLogged) structure_ = &context.structure_version(&root);
+    if constexpr (!kLogged || kBufferManaged) structure_ = &context.structure_version(&root);
   }
 
   std::uint32_t table_id() const override { return table_id_; }
@@ -571,7 +571,7 @@ class BTreeTable final : public TableInterface<K, V> {
         OperationLog<BesideAccess>& log = this_threads_log();
         log.bind(writes, transactions_, context_.swizzled_swips());
         LoggedAccess<BesideAccess> access(log);
-        BTree<K, V, LoggedAccess<BesideAccess>> tree(access, root_);
+        BTree<K, V, LoggedAccess<BesideAccess>> tree(access, root_, structure_);
         changed = body(txn, tree, log);
       } else {
         BTree<K, V, MainMemoryWrites> tree(writes, root_, structure_);
@@ -647,9 +647,11 @@ class BTreeTable final : public TableInterface<K, V> {
       try {
         const bool changed = change();
         if (log.root_may_change()) {
-          const PageId root = root_page_id();
-          if (root != root_page_) log.note_root(table_id_, root);
-          root_page_ = root;
+          // (Written only where the root moved: a split beside others' reads it too.)
+          if (const PageId root = root_page_id(); root != root_page_) {
+            log.note_root(table_id_, root);
+            root_page_ = root;
+          }
         }
         log.end();
         return changed;
@@ -683,7 +685,8 @@ class BTreeTable final : public TableInterface<K, V> {
   BTree<K, V, ReadAccess> read_tree_;
   PageId root_page_;
   TreeHeight* height_ = nullptr;  // shared with other objects over this tree
-  // main-memory's leaves split beside changes: the tree's version, shared with them too.
+  // Leaves split beside changes on main-memory and the buffer manager: the tree's version,
+  // shared with the other objects over the tree too.
   StructureVersion* structure_ = nullptr;
 };
 

@@ -29,7 +29,9 @@
 
 #include "btree/leaf_change.hpp"
 #include "btree/node_layout.hpp"
+#include "common/ignoring_racing_reads.hpp"
 #include "common/page_format.hpp"
+#include "common/structure_version.hpp"
 #include "engine/log_record.hpp"
 #include "engine/transaction_manager.hpp"
 #include "tiers/buffer_manager.hpp"
@@ -111,6 +113,21 @@ class OperationLog {
   // One per tree, shared by every table object over it (keyed by its root swip), so a bulk
   // load through one object reaches the others. The reference stays valid.
   TreeHeight& tree_height(const Swip* root) { return tree_heights_[root]; }
+  // The tree's structure version, for its leaf splits beside changes (btree/btree.hpp), kept
+  // the same way.
+  StructureVersion& structure_version(const Swip* root) { return structure_versions_[root]; }
+
+  // A leaf split beside changes logs its three pages, up to kLeafSplitBytes more than the
+  // change of one entry that TransactionManager::room_beside counts each changer for: taken
+  // before the split writes anything (false: no room, the split runs exclusively), given back
+  // once the operation has ended.
+  static constexpr std::uint64_t kLeafSplitBytes =
+      3 * (sizeof(RedoPageBytes) + kPageSize) + sizeof(RedoPageBytes) + kLogRecordAlignment;
+  bool take_split_room() {
+    assert(active() && !split_room_taken_);
+    split_room_taken_ = transactions_->take_split_room_beside(kLeafSplitBytes);
+    return split_room_taken_;
+  }
 
   // max_log_bytes: the operation's bound (max_operation_log_bytes), checked in debug builds.
   // undo_table: the table whose operation this is, when the operation's leaf change is to be
@@ -345,6 +362,8 @@ class OperationLog {
     root_may_change_ = false;
     root_entry_ = false;
     logged_before_images_ = false;
+    if (std::exchange(split_room_taken_, false))
+      transactions_->give_back_split_room_beside(kLeafSplitBytes);
   }
 
   static constexpr std::uint64_t kBeforeImageBudget = kPageSize / 2;
@@ -422,10 +441,17 @@ class OperationLog {
     return true;
   }
 
+  // Beside changes, the parent of a leaf split beside them (ResidentWrites) has its swips
+  // swizzled and unswizzled by other changes' misses while it is latched: its bytes are copied
+  // racing with those stores, and each swip is then read again, whole (unswizzle_copy).
+  static constexpr bool kSwipsRace = std::is_same_v<Inner, ResidentWrites>;
   void add_page_entry(InnerGuard& guard, std::uint32_t offset, std::uint32_t length,
                       const std::byte* bytes) {
     const std::size_t at = payload_.size() + sizeof(RedoPageBytes);
-    add_entry(guard.page_id(), offset, length, bytes);
+    {
+      [[maybe_unused]] const IgnoringRacingReadsIf racing(kSwipsRace && swizzled_swips_);
+      add_entry(guard.page_id(), offset, length, bytes);
+    }
     if (swizzled_swips_) unswizzle_copy(guard, offset, length, payload_.data() + at);
   }
 
@@ -441,10 +467,13 @@ class OperationLog {
           std::min<std::uint64_t>(offset + length, swips_offset_ + (node.count + 1) * sizeof(Swip));
       for (std::uint64_t at = first; at + sizeof(Swip) <= last; at += sizeof(Swip)) {
         Swip swip;
-        std::memcpy(&swip, copy + (at - offset), sizeof(swip));
-        if (!swip.is_swizzled() || swip.raw() == 0) continue;
-        const Swip unswizzled = Swip::from_page_id(swip.frame<FrameHeader>()->page_id);
-        std::memcpy(copy + (at - offset), &unswizzled, sizeof(unswizzled));
+        if constexpr (kSwipsRace)
+          swip = Swip::load(*reinterpret_cast<const Swip*>(guard.read(at, sizeof(Swip))));
+        else
+          std::memcpy(&swip, copy + (at - offset), sizeof(swip));
+        if (swip.is_swizzled() && swip.raw() != 0)
+          swip = Swip::from_page_id(swip.frame<FrameHeader>()->page_id);
+        std::memcpy(copy + (at - offset), &swip, sizeof(swip));
       }
     }
   }
@@ -473,6 +502,8 @@ class OperationLog {
   bool undo_captured_ = false;
   std::vector<std::byte> payload_;
   std::unordered_map<const Swip*, TreeHeight> tree_heights_;
+  std::unordered_map<const Swip*, StructureVersion> structure_versions_;
+  bool split_room_taken_ = false;  // take_split_room, until the operation ends
   std::uint64_t max_log_bytes_ = 0;
   Lsn log_end_at_begin_ = kNoLsn;
   bool root_may_change_ = false;
@@ -601,6 +632,29 @@ class LoggedAccess {
     inner.refuse_structure_change();
   }
   { inner_.refuse_structure_change(); }
+  // Leaf splits beside other threads (btree/btree.hpp, kSplitsBeside): the parent latched, the
+  // log's room for the split taken (none: the split runs exclusively), the new leaf's swip
+  // stored as the inner access serialises it.
+  void latch_parent(Guard& parent) requires requires(Inner& inner, InnerGuard& guard) {
+    inner.latch_parent(guard);
+  }
+  {
+    if (log_.active() && !log_.take_split_room()) inner_.refuse_structure_change();
+    inner_.latch_parent(parent.inner_);
+  }
+  void store_swip(Guard& node, std::uint32_t offset, Swip swip) requires
+      requires(Inner& inner, InnerGuard& guard) {
+    inner.store_swip(guard, offset, swip);
+  }
+  {
+    if (log_.active()) {
+      log_.note_dirty(node.page_id(), offset, sizeof(Swip));
+      node.wrote_ = true;
+    }
+    inner_.store_swip(node.inner_, offset, swip);
+  }
+  void add_split_beside() requires requires(Inner& inner) { inner.add_split_beside(); }
+  { inner_.add_split_beside(); }
   Swip swip_of(const Guard& guard) {
     log_.note_root_change();
     return inner_.swip_of(guard.inner_);

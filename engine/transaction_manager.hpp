@@ -112,9 +112,19 @@ class TransactionManager {
            log_->end_lsn() < next_checkpoint_lsn_.load(std::memory_order_relaxed);
   }
   bool log_room_beside() const {
-    return log_->free_bytes() >=
-           latch_.changers() * beside_change_bound_ + live_undo_bytes_ + kSmallRecordsRoom;
+    return log_->free_bytes() >= latch_.changers() * beside_change_bound_ + split_room_beside_ +
+                                     live_undo_bytes_ + kSmallRecordsRoom;
   }
+  // A leaf split beside changes logs up to `bytes` more than a changer's bound
+  // (OperationLog::take_split_room): counted for every split under way, taken before the split
+  // writes anything, given back after its record. False (nothing taken) without the room.
+  bool take_split_room_beside(std::uint64_t bytes) {
+    split_room_beside_.fetch_add(bytes);
+    if (log_ == nullptr || log_room_beside()) return true;
+    split_room_beside_.fetch_sub(bytes);
+    return false;
+  }
+  void give_back_split_room_beside(std::uint64_t bytes) { split_room_beside_.fetch_sub(bytes); }
   // bytes: Config::checkpoint_interval_bytes (0: a quarter of the log's capacity). beside:
   // the store writes pages back beside changes (DurableStore::checkpoint_pages_beside), so
   // the checkpoint that the interval calls for runs beside them (checkpoint_if_due) unless an
@@ -215,6 +225,7 @@ class TransactionManager {
   // Changed beside each other by changes (note_undo), apart from them by the exclusive holder
   // (add_live_undo_bytes).
   std::atomic<std::uint64_t> live_undo_bytes_{0};
+  std::atomic<std::uint64_t> split_room_beside_{0};  // take_split_room_beside, under way
   std::uint64_t checkpoint_interval_ = 0;
   // The log's end at which the interval has passed; read beside changes.
   std::atomic<Lsn> next_checkpoint_lsn_{~Lsn{0}};

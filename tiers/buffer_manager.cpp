@@ -79,6 +79,12 @@ BufferManager::BufferManager(const BufferManagerOptions& options)
 }
 
 BufferManager::Guard BufferManager::allocate_page() {
+  FullFrame* frame = make_page();
+  page_table_.insert_or_assign(frame->header.page_id, &frame->header);
+  return pin(&frame->header);
+}
+
+FullFrame* BufferManager::make_page() {
   // 1. A frame first, so that a failing allocation of a page id leaks nothing.
   FullFrame* frame = allocate_full();
   PageId page_id;
@@ -107,9 +113,8 @@ BufferManager::Guard BufferManager::allocate_page() {
   frame->header.page_id = page_id;
   frame->mark_all_resident();
   frame->dirty_all = true;
-  frame->dirty_round = write_back_round_.load(std::memory_order_relaxed);
-  page_table_.insert_or_assign(page_id, &frame->header);
-  return pin(&frame->header);
+  frame->dirty_round = write_back_round_.load(std::memory_order_acquire);
+  return frame;
 }
 
 FrameHeader* BufferManager::find_or_load(PageId page_id, SsdLoad* beside) {

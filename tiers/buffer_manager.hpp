@@ -14,9 +14,9 @@
 //
 // Its definitions are split by concept: buffer_manager.cpp (construction, fixing pages,
 // counters), line_loading.cpp (loads from NVM and SSD, mini pages, promotion), ssd_loads.cpp
-// (readers' SSD reads in flight), reader_misses.cpp, changer_misses.cpp, swizzling.cpp,
-// dram_eviction.cpp, nvm_cache.cpp (admission, NVM eviction) and write_back.cpp (dirty lines
-// and pages to NVM and SSD, checkpoints, close). The hot paths are inline below.
+// (readers' SSD reads in flight), reader_misses.cpp, changer_misses.cpp, changer_splits.cpp,
+// swizzling.cpp, dram_eviction.cpp, nvm_cache.cpp (admission, NVM eviction) and write_back.cpp
+// (dirty lines and pages to NVM and SSD, checkpoints, close). The hot paths are inline below.
 //
 // One class runs every buffer-managed architecture (BufferManagerOptions):
 //   3tier        nvm + ssd; cache_line_grained, mini_pages, swizzling switch off one by one
@@ -244,6 +244,16 @@ class BufferManager {
   };
   Served load_beside_changes(FrameHeader* frame, std::uint32_t offset, std::uint32_t length,
                              bool latched);
+  // A leaf split beside changes (tiers/changer_splits.cpp): the new page in a free frame, latched
+  // for the caller before the page table leads to it (RetryExclusively: no frame is free); the
+  // parent's swips moved and the new page's swip stored in it a word at a time, where misses
+  // swizzle, and evictions unswizzle, the parent's swips beside the split. `frame`: the
+  // parent, a whole full frame the caller holds latched exclusively.
+  FrameHeader* allocate_page_beside_changes();
+  void move_swips_beside_changes(FrameHeader* frame, std::uint32_t offset, const Swip* swips,
+                                 std::uint32_t count);
+  void store_swip_beside_changes(FrameHeader* frame, std::uint32_t offset, Swip swip);
+  void add_split_beside() { changes_beside_.add_split_beside(); }
   // Whether a fix through `swip` (held in parent_frame; null: a root swip) would swizzle it.
   bool would_swizzle(const Swip& swip, const FrameHeader* child, FrameHeader* parent_frame) const;
   void add_resident_reads(std::uint64_t swizzled_hits, std::uint64_t page_table_lookups,
@@ -280,6 +290,8 @@ class BufferManager {
 
   // Cold paths, out of line (the .cpp files named at the top).
   Guard fix_through_table(Swip& swip, Guard* parent, bool may_swizzle = true);
+  // A new page in a full frame, zeroed, resident and dirty, not yet in the page table.
+  FullFrame* make_page();
   // A page a reader reads from SSD outside the miss latch (tiers/ssd_loads.cpp): its full frame
   // sits in the page table marked kLoading, fixed so that no eviction takes it, and readers
   // that want the page meanwhile wait for it rather than read it again.

@@ -27,14 +27,16 @@ FrameHeader* BufferManager::fix_beside_changes(Swip& swip, FrameHeader* parent) 
     //    read from SSD outside the latch. No free frame: RetryExclusively.
     FrameHeader* child = find_or_load(seen.page_id(), &load);
     if (child == nullptr) continue;
-    // 3. Swizzled as a fix would (swizzle decides), a root swip or one in a live full frame.
-    //    Changers read the swip once and atomically; the parent is an inner node, which no
-    //    changer writes, and its write-back waits for the miss latch.
+    // 3. Swizzled as a fix would (swizzle decides), a root swip or one in a live full frame
+    //    that no thread holds exclusively: a leaf split beside the changes (changer_splits.cpp)
+    //    holds its parent so while it moves the parent's swips. Changers read the swip once and
+    //    atomically; the parent's write-back waits for the miss latch.
     if (swizzling_) {
       FullFrame* holder = parent != nullptr ? holding_full_frame(parent) : nullptr;
       if (parent == nullptr)
         swizzle(swip, child, nullptr);
-      else if (holder != nullptr && is_live(&holder->header))
+      else if (holder != nullptr && is_live(&holder->header) &&
+               !holder->header.latched_exclusively())
         swizzle(swip, child, &holder->header);
     }
     return child;

@@ -132,6 +132,10 @@ struct FrameHeader {
     optimistic_read_fence(std::memory_order_release);
     return true;
   }
+  // Whether a thread holds the frame latch exclusively (a hint: it may be let go meanwhile).
+  bool latched_exclusively() const {
+    return (version.load(std::memory_order_relaxed) & kLatchExclusive) != 0;
+  }
   // A plain store: while bit 62 is set nothing else writes the word (the latches compare and
   // swap only from a word without it; the append latch is taken only while no change runs).
   void unlatch_exclusive() {

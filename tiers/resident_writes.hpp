@@ -1,16 +1,16 @@
 #pragma once
 // Changes of single leaf entries side by side, while the database latch is held for changes
 // (engine/operation_latch.hpp): no reader outside a transaction and no exclusive holder runs,
-// so no frame is reused while a change may be reading it, and the bytes of inner nodes stay
-// as they are (but for swips swizzled and unswizzled, below); leaf entries change, lines are
+// so no frame is reused while a change may be reading it, and inner nodes change only in leaf
+// splits (below) and as swips are swizzled and unswizzled; leaf entries change, lines are
 // appended, pages are loaded into free frames or move to new ones, and misses evict ahead
 // (a victim latched first: a frame a change holds is passed over, and one that a change
 // latches or reads after its eviction is found let go). So inner nodes are read without a
-// latch, and leaves are latched in
-// their frame (latch_leaf: FrameHeader::latch_shared, or latch_exclusive for a change and for
-// a read of a leaf not whole in DRAM, whose misses, a scan's whole leaf too, are then served
-// beside the changes). A thread waits for at most one frame latch at a time (an append only
-// tries another frame's), and the buffer manager's miss latch is never held while waiting for a
+// latch, and leaves are latched in their frame (latch_leaf: FrameHeader::latch_shared, or
+// latch_exclusive for a change and for a read of a leaf not whole in DRAM, whose misses, a
+// scan's whole leaf too, are then served beside the changes). A thread waits for at most one
+// leaf's frame latch at a time (an append only tries another frame's; a split waits for its
+// parent's, below), and the buffer manager's miss latch is never held while waiting for a
 // frame latch, so the latches cannot deadlock. A lookup reads its leaf optimistically instead
 // (read_leaf): it writes nothing shared, and reads again if a change ran beside it.
 //
@@ -244,7 +244,52 @@ class ResidentWrites : public PagesStayPut<ResidentWrites> {
     return read();
   }
 
-  // A split, a merge or a new root: the exclusive latch's.
+  // A leaf split beside the changes, under the tree's structure version (btree/btree.hpp,
+  // kSplitsBeside). Its parent latched exclusively (no descent beside latches an inner node;
+  // a checkpoint writing it back or a let-go frame is waited for, or found) and made whole
+  // beside the changes where it is not (a mini page is promoted: the guard follows it).
+  void latch_parent(Guard& parent) {
+    assert(parent.latched_ == Guard::Latched::kNo);
+    parent.frame_->latch_exclusive();
+    parent.latched_ = Guard::Latched::kExclusive;
+    if (parent.frame_->has(frame_flag::kLetGo)) [[unlikely]]
+      let_go_under(parent);
+    if (parent.whole_ == nullptr) {
+      if (parent.load(0, kPageSize) == nullptr) {
+        to_load_.anything = true;
+        throw RetryExclusively{};
+      }
+      parent.whole_ = data_if_whole(parent.frame_);
+      assert(parent.whole_ != nullptr);
+    }
+  }
+  // The new leaf in a free frame, latched (none free: RetryExclusively, as for a miss).
+  Guard allocate_page() {
+    FrameHeader* frame;
+    try {
+      frame = manager_.allocate_page_beside_changes();
+    } catch (const RetryExclusively&) {
+      to_load_.anything = true;
+      throw;
+    }
+    Guard page(this, frame);
+    page.latched_ = Guard::Latched::kExclusive;
+    return page;
+  }
+  // Within the latched parent, and the new leaf's swip stored there: under the miss latch
+  // (tiers/changer_splits.cpp).
+  void move_swips(Guard& to, std::uint32_t offset, Guard*, Swip* swips, std::uint32_t count) {
+    assert(to.latched_ == Guard::Latched::kExclusive && to.whole_ != nullptr);
+    manager_.move_swips_beside_changes(to.frame_, offset, swips, count);
+  }
+  void store_swip(Guard& node, std::uint32_t offset, Swip swip) {
+    assert(node.latched_ == Guard::Latched::kExclusive && node.whole_ != nullptr);
+    manager_.store_swip_beside_changes(node.frame_, offset, swip);
+  }
+  Swip swip_of(const Guard& guard) { return Swip::from_page_id(guard.page_id()); }
+  void add_split_beside() { manager_.add_split_beside(); }
+
+  // Any other split, a merge or a new root: the exclusive latch's.
   [[noreturn]] void refuse_structure_change() {
     structure_refused_ = true;
     throw RetryExclusively{};

@@ -47,7 +47,8 @@
 // mode, tiers/resident_writes.hpp) load a page not in DRAM into a free frame under the miss
 // latch too (tiers/changer_misses.cpp), evicting ahead as readers do (each victim latched
 // first, without waiting; frames let go come back once the changes inside then have left),
-// and checkpoints beside them write each frame back under it.
+// and checkpoints beside them pick each frame under it and write it back beside the misses,
+// under its frame latch and the write-back latch (write_back_beside).
 #include <array>
 #include <atomic>
 #include <cassert>
@@ -385,7 +386,8 @@ class BufferManager {
   std::vector<std::uint8_t> nvm_referenced_;  // NVM clock's second-chance bits, per slot
   std::size_t dram_hand_ = 0;
   SlotId nvm_hand_ = 0;
-  // persist_dirty_lines: the lines of one write-back, their indices and where they come from.
+  // persist_dirty_lines: the lines of one write-back, their indices and where they come from
+  // (under the write-back latch).
   std::array<std::uint8_t, kLinesPerPage> write_back_indices_{};
   std::array<const std::byte*, kLinesPerPage> write_back_lines_{};
   SlotId loading_slot_ = ~SlotId{0};  // the slot being loaded into DRAM: not an NVM victim
@@ -399,6 +401,19 @@ class BufferManager {
   static constexpr std::size_t kSlabsPerBatch = 1024;  // looked at per write_back_beside call
   bool write_back_dirty(FrameHeader* frame, std::span<const SwizzledSwip> swips,
                         std::byte* scratch);
+  // A checkpoint beside changes writes a frame back outside the miss latch, under the frame's
+  // and the write-back latch alone, where that takes nothing misses share: its lines to the
+  // page's own NVM slot, or the page to SSD where there is no NVM tier (a page that takes an
+  // NVM slot now needs the miss latch), and only where the NVM device may be charged beside
+  // other threads (no latency injected, no wear counted).
+  bool writes_back_beside_misses(const FrameHeader* frame) const {
+    if (nvm_ == nullptr) return true;
+    return (frame->is_mini() || frame->nvm != nullptr) && nvm_device_->charges_beside();
+  }
+  // One write-back at a time, beside the misses: it holds the double-write area, the write-back
+  // lines above and the SSD syncs (persist_dirty_lines, write_to_ssd, sync_ssd). Taken inside
+  // the miss latch where both are held; no frame latch is waited for while it is held.
+  alignas(64) SpinLatch write_back_latch_;
 
   // Readers beside the manager (see Threads above). The miss latch has a cache line of its
   // own: appends beside it read the fields around it.

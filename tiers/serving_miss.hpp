@@ -4,8 +4,9 @@
 // changing_). Misses take it in turn; while it is held, frames let go are retired, not freed.
 // On leaving, the readers and the changers inside are pictured for the frames retired
 // meanwhile (tiers/retired_frames.hpp). A checkpoint beside
-// changes writes each frame back under the latch too (write_back_beside), so neither sees the
-// other's frame or swip half made.
+// changes picks each frame to write back under the latch too (write_back_beside), so neither
+// sees the other's frame or swip half made, and writes it there or, held by its frame latch,
+// once the miss latch is let go (writes_back_beside_misses).
 #include "tiers/buffer_manager.hpp"
 
 namespace tristore {

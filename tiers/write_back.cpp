@@ -60,6 +60,7 @@ void BufferManager::write_back_to_nvm(FrameHeader* frame) {
 
 bool BufferManager::persist_dirty_lines(FrameHeader* frame, std::span<const SwizzledSwip> swips,
                                         std::byte* scratch) {
+  const std::lock_guard writing(write_back_latch_);
   std::byte* slot = frame->nvm;
   // 1. The dirty lines (the whole page when it is dirty as a whole), swips as page ids.
   std::uint32_t count = 0;
@@ -182,12 +183,14 @@ const std::byte* BufferManager::unswizzled_lines(const FullFrame* frame, std::si
 }
 
 void BufferManager::write_to_ssd(PageId page_id, const std::byte* page) {
+  const std::lock_guard writing(write_back_latch_);
   if (options_.double_write != nullptr)
     options_.double_write->stage_ssd_page(page_id, page_lsn(page), page);
   ssd_->write_behind(page_id, page);
 }
 
 void BufferManager::sync_ssd() {
+  const std::lock_guard writing(write_back_latch_);
   ssd_->sync();
   if (options_.double_write != nullptr) options_.double_write->ssd_synced();
 }
@@ -295,13 +298,25 @@ bool BufferManager::write_back_beside(std::size_t max_pages) {
   };
   // Under its frame latch (a changer may hold it), then the miss latch, checked again there: a
   // miss never waits for a frame latch while it holds the miss latch, so the two cannot
-  // deadlock.
+  // deadlock. Where it can (writes_back_beside_misses), the frame is written once the miss
+  // latch is let go again: held latched, it stays in use and as it is (no eviction, load or
+  // promotion takes a latched frame, and no miss swizzles a swip into it), and a frame without
+  // swizzled children needs no swip read.
   auto write_back_latched = [&](std::size_t slab, std::size_t mini) {
     FrameHeader* frame = frame_at(slab, mini);
     frame->latch_exclusive();
     try {
-      const std::lock_guard serving(miss_latch_);
-      if (to_write(slab, mini)) written += write_back_dirty(frame, {}, nullptr) ? 1 : 0;
+      bool beside_misses = false;
+      {
+        const std::lock_guard serving(miss_latch_);
+        if (to_write(slab, mini)) {
+          if (writes_back_beside_misses(frame))
+            beside_misses = true;
+          else
+            written += write_back_dirty(frame, {}, nullptr) ? 1 : 0;
+        }
+      }
+      if (beside_misses) written += write_back_dirty(frame, {}, nullptr) ? 1 : 0;
     } catch (...) {
       frame->unlatch_exclusive();
       throw;

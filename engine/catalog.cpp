@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "common/checksum.hpp"
 #include "common/error.hpp"
@@ -10,9 +11,22 @@ namespace tristore {
 
 namespace {
 
-constexpr std::uint64_t kCatalogMagic = 0x31474154'41434952;  // "RICATAG1"
+// The area holds two copies of the catalog, each in one half: a save writes the copy that is
+// not the newest valid one, so a crash in the middle of it (a torn NVM write; the caller
+// persists the area afterwards) leaves the other copy whole, and load takes the valid copy with
+// the higher sequence number. Each copy's checksum covers its count, sequence and entries.
+constexpr std::uint64_t kCatalogMagic = 0x32474154'41434952;  // "RICATAG2"
+// The single-copy catalog of earlier versions (no sequence, the whole area): still read.
+constexpr std::uint64_t kSingleCopyMagic = 0x31474154'41434952;  // "RICATAG1"
 
 struct SavedHeader {
+  std::uint64_t magic;
+  std::uint32_t count;
+  std::uint32_t checksum;  // crc32c of count, sequence and the entries
+  std::uint64_t sequence;
+  std::uint64_t reserved;
+};
+struct SingleCopyHeader {
   std::uint64_t magic;
   std::uint32_t count;
   std::uint32_t checksum;  // crc32c of the entries
@@ -23,12 +37,41 @@ struct SavedEntry {
   std::uint32_t key_size;
   std::uint32_t value_size;
 };
-static_assert(sizeof(SavedHeader) == 16 && sizeof(SavedEntry) == 64);
+static_assert(sizeof(SavedHeader) == 32 && sizeof(SingleCopyHeader) == 16 &&
+              sizeof(SavedEntry) == 64);
+
+std::uint32_t copy_checksum(const SavedHeader& header, const std::byte* entries) {
+  std::uint32_t checksum = crc32c(&header.count, sizeof(header.count));
+  checksum = crc32c(&header.sequence, sizeof(header.sequence), checksum);
+  return crc32c(entries, header.count * sizeof(SavedEntry), checksum);
+}
+
+// Copy `which` (0 or 1) of the area, when it holds a whole catalog.
+std::optional<SavedHeader> valid_copy(std::span<const std::byte> area, int which) {
+  const std::span<const std::byte> copy = area.subspan(which * (area.size() / 2), area.size() / 2);
+  SavedHeader header;
+  std::memcpy(&header, copy.data(), sizeof(header));
+  if (header.magic != kCatalogMagic || header.count > Catalog::capacity(area.size()) ||
+      copy_checksum(header, copy.data() + sizeof(header)) != header.checksum)
+    return std::nullopt;
+  return header;
+}
+
+// The valid copy with the higher sequence number, and which it is.
+struct NewestCopy {
+  std::optional<SavedHeader> header;
+  int which = 0;
+};
+NewestCopy newest_copy(std::span<const std::byte> area) {
+  const std::optional<SavedHeader> first = valid_copy(area, 0), second = valid_copy(area, 1);
+  if (second && (!first || second->sequence > first->sequence)) return {second, 1};
+  return {first, 0};
+}
 
 }  // namespace
 
 std::size_t Catalog::capacity(std::size_t area_bytes) {
-  return (area_bytes - sizeof(SavedHeader)) / sizeof(SavedEntry);
+  return (area_bytes / 2 - sizeof(SavedHeader)) / sizeof(SavedEntry);
 }
 
 CatalogEntry* Catalog::find(std::string_view name) {
@@ -69,25 +112,47 @@ void Catalog::save(std::span<std::byte> area, const std::function<PageId(Swip&)>
     out.key_size = static_cast<std::uint32_t>(entries_[i]->key_size);
     out.value_size = static_cast<std::uint32_t>(entries_[i]->value_size);
   }
-  // 2. Header with a checksum over the entries, then the entries.
-  SavedHeader header{kCatalogMagic, static_cast<std::uint32_t>(saved.size()),
-                     crc32c(saved.data(), saved.size() * sizeof(SavedEntry))};
-  std::memcpy(area.data(), &header, sizeof(header));
-  std::memcpy(area.data() + sizeof(header), saved.data(), saved.size() * sizeof(SavedEntry));
+  // 2. Into the copy that is not the newest valid one, one sequence on (the second half first:
+  //    a single-copy catalog of an earlier version, at most capacity() entries, keeps the first).
+  const NewestCopy newest = newest_copy(area);
+  const int into = newest.header ? 1 - newest.which : 1;
+  const std::uint64_t sequence = newest.header ? newest.header->sequence + 1 : 1;
+  // 3. Header with a checksum over count, sequence and entries, then the entries.
+  const std::span<std::byte> copy = area.subspan(into * (area.size() / 2), area.size() / 2);
+  std::memcpy(copy.data() + sizeof(SavedHeader), saved.data(), saved.size() * sizeof(SavedEntry));
+  SavedHeader header{kCatalogMagic, static_cast<std::uint32_t>(saved.size()), 0, sequence, 0};
+  header.checksum = copy_checksum(header, copy.data() + sizeof(SavedHeader));
+  std::memcpy(copy.data(), &header, sizeof(header));
 }
 
 Catalog Catalog::load(std::span<const std::byte> area) {
+  // The newest valid copy; else an area never written (all zero: an empty catalog), or the
+  // single copy of an earlier version.
+  const NewestCopy newest = newest_copy(area);
+  const std::optional<SavedHeader>& header = newest.header;
+  const int which = newest.which;
+  std::vector<SavedEntry> saved;
+  if (header) {
+    saved.resize(header->count);
+    std::memcpy(saved.data(), area.data() + which * (area.size() / 2) + sizeof(SavedHeader),
+                saved.size() * sizeof(SavedEntry));
+  } else {
+    SingleCopyHeader single;
+    std::memcpy(&single, area.data(), sizeof(single));
+    if (single.magic == 0 && single.count == 0) return Catalog();
+    if (single.magic == kCatalogMagic) fail("catalog: corrupt (checksum mismatch)");
+    if (single.magic != kSingleCopyMagic) fail("catalog: metadata area holds no tristore catalog");
+    if (single.count > (area.size() - sizeof(single)) / sizeof(SavedEntry))
+      fail("catalog: corrupt ({} tables in a {}-byte area)", single.count, area.size());
+    if (single.count > capacity(area.size()))
+      fail("catalog: {} tables, written by an earlier version; this one keeps at most {}",
+           single.count, capacity(area.size()));
+    saved.resize(single.count);
+    std::memcpy(saved.data(), area.data() + sizeof(single), saved.size() * sizeof(SavedEntry));
+    if (crc32c(saved.data(), saved.size() * sizeof(SavedEntry)) != single.checksum)
+      fail("catalog: corrupt (checksum mismatch)");
+  }
   Catalog catalog;
-  SavedHeader header;
-  std::memcpy(&header, area.data(), sizeof(header));
-  if (header.magic == 0 && header.count == 0) return catalog;
-  if (header.magic != kCatalogMagic) fail("catalog: metadata area holds no tristore catalog");
-  if (header.count > capacity(area.size()))
-    fail("catalog: corrupt ({} tables in a {}-byte area)", header.count, area.size());
-  std::vector<SavedEntry> saved(header.count);
-  std::memcpy(saved.data(), area.data() + sizeof(header), saved.size() * sizeof(SavedEntry));
-  if (crc32c(saved.data(), saved.size() * sizeof(SavedEntry)) != header.checksum)
-    fail("catalog: corrupt (checksum mismatch)");
   for (const SavedEntry& entry : saved) {
     std::size_t length = strnlen(entry.name, sizeof(entry.name));
     catalog.add(std::string_view(entry.name, length), entry.key_size, entry.value_size,

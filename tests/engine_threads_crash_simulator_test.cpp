@@ -1,11 +1,13 @@
 // Power failures amid threads changing side by side, on the architectures that keep everything
 // in NVM (nvm-direct changes its pages in place; basic-nvm writes them back from DRAM). Four
-// threads run bank transfers (two account updates and their own commit counter per
-// transaction) beside each other; the NVM crash simulator cuts the run at a random fence, in
-// whichever thread reaches it, and crash images keep what was fenced and, at random, each other
-// 8-byte word written since (so an interrupted in-place change can survive in part). The
-// database reopened from each image must keep the sum of the balances, and every commit a
-// thread saw return before the crash. Seeds are printed; TRISTORE_SEED replays the choice of
+// threads run bank transfers (two account updates, their own commit counter and a journal
+// row appended under their own keys per transaction, so the journal's leaves split, on
+// basic-nvm beside the changes) beside each other; the NVM crash simulator cuts the run at a
+// random fence, in whichever thread reaches it, and crash images keep what was fenced and, at
+// random, each other 8-byte word written since (so an interrupted in-place change can survive
+// in part). The database reopened from each image must keep the sum of the balances, every
+// commit a thread saw return before the crash, and for each thread exactly the journal rows of
+// its commits. Seeds are printed; TRISTORE_SEED replays the choice of
 // crash points (the threads' interleaving is the scheduler's); TRISTORE_SOAK_ITERATIONS=N tries
 // N times more crash points.
 #include <gtest/gtest.h>
@@ -40,6 +42,19 @@ constexpr std::uint64_t kImagesPerCrash = 2;
 
 using Accounts = Table<std::uint64_t, std::int64_t>;
 using Counts = Table<std::uint64_t, std::uint64_t>;
+// A journal row: 256 bytes, so that ~60 fill a leaf and the journal splits ~20 times.
+struct JournalEntry {
+  std::uint64_t thread;
+  std::uint64_t n;
+  std::array<std::uint64_t, 30> filler;
+};
+using Journal = Table<std::uint64_t, JournalEntry>;
+std::uint64_t journal_key(std::uint64_t thread, std::uint64_t n) { return thread << 32 | n; }
+JournalEntry journal_entry(std::uint64_t thread, std::uint64_t n) {
+  JournalEntry entry{thread, n, {}};
+  for (std::size_t i = 0; i < entry.filler.size(); ++i) entry.filler[i] = n * 31 + thread + i;
+  return entry;
+}
 
 Config crash_config(Architecture arch, const std::string& nvm, bool create) {
   Config config;
@@ -56,14 +71,15 @@ Config crash_config(Architecture arch, const std::string& nvm, bool create) {
 struct Outcome {
   bool crashed = false;
   std::uint64_t fences = 0;                            // of the transfers
+  std::uint64_t splits_beside = 0;                     // of a run without a crash
   std::array<std::uint64_t, kThreads> acknowledged{};  // commits returned before the crash
 };
 
 // Transfers until the thread's quota or the crash. A commit counts once it has returned and the
 // machine was still up: its fence came before the crash, so it is durable.
-void transfers(Database& db, Accounts& accounts, Counts& counts, CrashSimulator& nvm,
-               unsigned thread, std::uint64_t seed, std::uint64_t& acknowledged,
-               std::atomic<bool>& failed) {
+void transfers(Database& db, Accounts& accounts, Counts& counts, Journal& journal,
+               CrashSimulator& nvm, unsigned thread, std::uint64_t seed,
+               std::uint64_t& acknowledged, std::atomic<bool>& failed) {
   std::mt19937_64 random(seed * kThreads + thread);
   std::uint64_t committed = 0;
   while (committed < kTransfersPerThread && !nvm.crashed()) {
@@ -79,6 +95,11 @@ void transfers(Database& db, Accounts& accounts, Counts& counts, CrashSimulator&
       accounts.update(txn, from, a - amount);
       accounts.update(txn, to, b + amount);
       counts.update(txn, thread, committed + 1);
+      if (!journal.insert(txn, journal_key(thread, committed + 1),
+                          journal_entry(thread, committed + 1))) {
+        failed = true;
+        return;
+      }
       txn.commit();
       ++committed;
       if (!nvm.crashed()) acknowledged = committed;
@@ -103,6 +124,7 @@ Outcome run(Architecture arch, const testing_support::TempDir& dir, std::uint64_
   auto db = Database::open(crash_config(arch, dir.file("db.nvm"), true));
   Accounts accounts = db->create_table<std::uint64_t, std::int64_t>("accounts");
   Counts counts = db->create_table<std::uint64_t, std::uint64_t>("counts");
+  Journal journal = db->create_table<std::uint64_t, JournalEntry>("journal");
   for (std::uint64_t k = 0; k < kAccounts; ++k) EXPECT_TRUE(accounts.insert(k, kStart));
   for (std::uint64_t t = 0; t < kThreads; ++t) EXPECT_TRUE(counts.insert(t, 0));
   db->checkpoint();
@@ -113,7 +135,8 @@ Outcome run(Architecture arch, const testing_support::TempDir& dir, std::uint64_
   std::vector<std::thread> threads;
   for (unsigned t = 0; t < kThreads; ++t)
     threads.emplace_back([&, t] {
-      transfers(*db, accounts, counts, nvm, t, seed + crash_at, outcome.acknowledged[t], failed);
+      transfers(*db, accounts, counts, journal, nvm, t, seed + crash_at, outcome.acknowledged[t],
+                failed);
     });
   for (std::thread& thread : threads) thread.join();
   EXPECT_FALSE(failed) << "a transfer failed before any crash";
@@ -121,6 +144,7 @@ Outcome run(Architecture arch, const testing_support::TempDir& dir, std::uint64_
   outcome.crashed = nvm.crashed();
   if (!outcome.crashed) {
     nvm.disarm();
+    outcome.splits_beside = db->counters().splits_beside;
     return outcome;
   }
   for (std::uint64_t k = 0; k < kImagesPerCrash; ++k)
@@ -139,8 +163,12 @@ TEST_P(ThreadsCrashSimulator, AtAnyFenceAmidThreadsTheSumHoldsAndAcknowledgedCom
   const std::uint64_t points = kCrashPoints * testing_support::soak_iterations();
   // A run without a crash tells how many fences the transfers take (the interleaving moves
   // that a little from run to run; a point past the end crashes nothing).
-  const std::uint64_t fences = run(arch, dir, seed, 0).fences;
+  const Outcome whole = run(arch, dir, seed, 0);
+  const std::uint64_t fences = whole.fences;
   ASSERT_GT(fences, 0u);
+  if (arch == Architecture::kBasicNvm) {
+    EXPECT_GT(whole.splits_beside, 0u) << "the journal's leaves split beside the changes";
+  }
   std::uint64_t crashes = 0;
   for (std::uint64_t point = 0; point < points; ++point) {
     const std::uint64_t crash_at = 1 + random() % fences;
@@ -163,10 +191,23 @@ TEST_P(ThreadsCrashSimulator, AtAnyFenceAmidThreadsTheSumHoldsAndAcknowledgedCom
       });
       EXPECT_EQ(rows, kAccounts);
       EXPECT_EQ(sum, kStart * static_cast<std::int64_t>(kAccounts)) << "a transfer was half done";
+      Journal journal = db->open_table<std::uint64_t, JournalEntry>("journal");
+      std::array<std::uint64_t, kThreads> journaled{};  // each thread's rows, in order
+      bool journal_right = true;
+      journal.scan(0, ~std::size_t{0}, [&](const std::uint64_t& key, const JournalEntry& entry) {
+        const std::uint64_t t = key >> 32;
+        journal_right = journal_right && t < kThreads && entry.thread == t &&
+                        entry.n == (key & 0xffffffffu) && entry.n == journaled[t] + 1 &&
+                        entry.filler == journal_entry(t, entry.n).filler;
+        if (journal_right) journaled[t] = entry.n;
+        return journal_right;
+      });
+      EXPECT_TRUE(journal_right) << "a journal row missing, out of order or torn";
       for (std::uint64_t t = 0; t < kThreads; ++t) {
         std::uint64_t committed = 0;
         ASSERT_TRUE(counts.get(t, committed));
         EXPECT_GE(committed, outcome.acknowledged[t]) << "thread " << t << " lost commits";
+        EXPECT_EQ(journaled[t], committed) << "thread " << t << "'s journal and its count differ";
       }
       if (::testing::Test::HasFailure()) return;
     }

@@ -24,7 +24,7 @@ WriteBehindQueue::~WriteBehindQueue() {
     std::lock_guard lock(mutex_);
     stopping_ = true;
   }
-  changed_.notify_all();
+  writable_.notify_all();
   for (std::thread& writer : writers_) writer.join();
 }
 
@@ -34,7 +34,7 @@ WriteBehindQueue::Taken WriteBehindQueue::take_buffer() {
     for (std::size_t i = 0; i < thread_count_; ++i)
       writers_.emplace_back([this] { write_queued(); });
   const bool waited = free_.empty();
-  changed_.wait(lock, [&] { return !free_.empty() || !failure_.empty(); });
+  written_.wait(lock, [&] { return !free_.empty() || !failure_.empty(); });
   if (!failure_.empty()) fail_stopped();
   const std::size_t slot = free_.back();
   free_.pop_back();
@@ -47,7 +47,9 @@ void WriteBehindQueue::hand_over(std::size_t slot, PageId id) {
     std::lock_guard lock(mutex_);
     slots_[slot] = {State::kQueued, id, next_sequence_++};
   }
-  changed_.notify_all();
+  // One writer: a writer that finishes a write looks for the next itself, which takes a
+  // write held back behind an older one of its page once that is done.
+  writable_.notify_one();
 }
 
 bool WriteBehindQueue::pending(PageId id) const {
@@ -85,7 +87,7 @@ bool WriteBehindQueue::copy_if_queued(PageId id, std::byte* page) const {
 
 void WriteBehindQueue::wait_until_written(PageId id) {
   std::unique_lock lock(mutex_);
-  changed_.wait(lock, [&] { return !pending(id) || !failure_.empty(); });
+  written_.wait(lock, [&] { return !pending(id) || !failure_.empty(); });
   if (pending(id)) fail_stopped();
 }
 
@@ -96,7 +98,7 @@ void WriteBehindQueue::drain() {
     return std::none_of(slots_.begin(), slots_.end(),
                         [&](const Slot& slot) { return slot.sequence < before && slot.pending(); });
   };
-  changed_.wait(lock, [&] { return done() || !failure_.empty(); });
+  written_.wait(lock, [&] { return done() || !failure_.empty(); });
   if (!done()) fail_stopped();
 }
 
@@ -108,7 +110,7 @@ void WriteBehindQueue::write_queued() {
   std::unique_lock lock(mutex_);
   for (;;) {
     std::size_t slot = capacity();
-    changed_.wait(lock, [&] {
+    writable_.wait(lock, [&] {
       if (!failure_.empty()) return true;
       slot = next_to_write();
       if (slot != capacity()) return true;
@@ -130,12 +132,13 @@ void WriteBehindQueue::write_queued() {
     lock.lock();
     if (!failure.empty()) {
       failure_ = std::move(failure);  // the buffer stays pending, readable
-      changed_.notify_all();
+      writable_.notify_all();
+      written_.notify_all();
       return;
     }
     slots_[slot] = Slot{};
     free_.push_back(slot);
-    changed_.notify_all();
+    written_.notify_all();
   }
 }
 

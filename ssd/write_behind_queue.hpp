@@ -83,7 +83,11 @@ class WriteBehindQueue {
   std::size_t thread_count_;
   mutable AlignedPageBuffer buffers_;
   mutable std::mutex mutex_;
-  std::condition_variable changed_;  // a write queued or done, or the queue stopped
+  // Two conditions, so that a page queued wakes one writer and a write done wakes only the
+  // callers waiting for one, not every writer (on a machine with few cores, each thread woken
+  // for nothing takes a core from the engine's threads).
+  std::condition_variable writable_;  // writers: a page queued, a write failed, the queue stopping
+  std::condition_variable written_;   // callers: a write done or failed
   std::vector<Slot> slots_;
   std::vector<std::size_t> free_;  // free slots
   std::uint64_t next_sequence_ = 1;

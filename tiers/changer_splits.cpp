@@ -36,22 +36,13 @@ void BufferManager::move_swips_beside_changes(FrameHeader* frame, std::uint32_t 
   assert(reinterpret_cast<const std::byte*>(swips) >= target->data &&
          reinterpret_cast<const std::byte*>(swips + count) <= target->data + kPageSize);
   const ServingMiss serving(*this, &BufferManager::changing_);
-  // Each swip moved whole, in the order that reads every source before it is overwritten; a
-  // swizzled child learns its new place (the same parent).
-  auto move = [&](std::uint32_t i) {
-    const Swip swip = Swip::load(swips[i]);
-    if (swip.is_swizzled() && swip.raw() != 0) {
-      FrameHeader* child = swip.frame<FrameHeader>();
-      assert(!child->has(frame_flag::kOwnerIsRoot) && child->owner.parent == target);
-      child->swip_offset = static_cast<std::uint16_t>(offset + i * sizeof(Swip));
-    }
-    Swip::store(to[i], swip);
-  };
-  if (to < swips) {
-    for (std::uint32_t i = 0; i < count; ++i) move(i);
-  } else {
-    for (std::uint32_t i = count; i-- > 0;) move(i);
-  }
+  // A swizzled child learns its new place (the same parent).
+  Swip::move_within_page(to, swips, count, [&](std::uint32_t i, Swip swip) {
+    if (!swip.is_swizzled() || swip.raw() == 0) return;
+    FrameHeader* child = swip.frame<FrameHeader>();
+    assert(!child->has(frame_flag::kOwnerIsRoot) && child->owner.parent == target);
+    child->swip_offset = static_cast<std::uint16_t>(offset + i * sizeof(Swip));
+  });
   mark_dirty(frame, offset, bytes);
 }
 

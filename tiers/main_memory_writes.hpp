@@ -95,12 +95,8 @@ class MainMemoryWrites : public PagesStayPut<MainMemoryWrites> {
   }
   void move_swips(Guard& to, std::uint32_t offset, Guard*, Swip* swips, std::uint32_t count) {
     assert(to.latch_.exclusive());
-    auto* target = reinterpret_cast<Swip*>(to.page_ + offset);
-    if (target < swips) {
-      for (std::uint32_t i = 0; i < count; ++i) Swip::store(target[i], Swip::load(swips[i]));
-    } else {
-      for (std::uint32_t i = count; i-- > 0;) Swip::store(target[i], Swip::load(swips[i]));
-    }
+    Swip::move_within_page(reinterpret_cast<Swip*>(to.page_ + offset), swips, count,
+                           [](std::uint32_t, Swip) {});
   }
   Swip swip_of(const Guard& guard) { return Swip::from_frame(guard.page_); }
   void add_split_beside() { memory_.add_split_beside(); }

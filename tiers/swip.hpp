@@ -45,6 +45,23 @@ class Swip {
   }
   bool operator==(const Swip&) const = default;
 
+  // Moves `count` swips within one page (a split shifting an inner node's swips beside
+  // readers), each read and stored whole, in the order that reads every source before it is
+  // overwritten. `moving(i, swip)` sees each before it is stored at to[i].
+  template <typename Moving>
+  static void move_within_page(Swip* to, const Swip* from, std::uint32_t count, Moving&& moving) {
+    auto move = [&](std::uint32_t i) {
+      const Swip swip = load(from[i]);
+      moving(i, swip);
+      store(to[i], swip);
+    };
+    if (to < from) {
+      for (std::uint32_t i = 0; i < count; ++i) move(i);
+    } else {
+      for (std::uint32_t i = count; i-- > 0;) move(i);
+    }
+  }
+
  private:
   static constexpr std::uint64_t kUnswizzledTag = std::uint64_t{1} << 63;
   explicit Swip(std::uint64_t word) : word_(word) {}

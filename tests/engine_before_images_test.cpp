@@ -10,18 +10,16 @@
 #include <utility>
 #include <vector>
 
-#include "emulation/nvm_device.hpp"
 #include "engine/durable_store.hpp"
 #include "engine/log_manager.hpp"
 #include "engine/restart_report.hpp"
 #include "engine/transaction_manager.hpp"
 #include "engine/transaction_state.hpp"
+#include "tests/engine_log_only.hpp"
 #include "tests/test_support.hpp"
 
 namespace tristore {
 namespace {
-
-using testing_support::TempDir;
 
 // Records which before-images restart puts back, in order (page, offset).
 class RecordingPages final : public DurableStore {
@@ -36,17 +34,6 @@ class RecordingPages final : public DurableStore {
 
 class BeforeImages : public ::testing::Test {
  protected:
-  BeforeImages() : dir_(testing_support::kNvmBase, "tristore-before-images") {
-    NvmDeviceOptions options;
-    options.path = dir_.file("log.nvm");
-    options.size_bytes = kLogBytes;
-    options.create = true;
-    device_ = std::make_unique<NvmDevice>(options);
-    log_ = LogManager::create(*device_, {device_->base(), kLogBytes});
-    manager_ = std::make_unique<TransactionManager>(log_.get(), &pages_);
-    manager_->checkpoint();
-  }
-
   // Transactions as their records name them; the manager's bookkeeping is not under test.
   static TransactionState transaction(TxnId id) {
     TransactionState txn;
@@ -68,7 +55,7 @@ class BeforeImages : public ::testing::Test {
     log_->persist_up_to(log_->end_lsn());
     manager_.reset();
     log_.reset();
-    log_ = LogManager::open(*device_, {device_->base(), kLogBytes});
+    log_ = LogManager::open(*logged_.device, logged_.area());
     RecordingPages pages;
     TransactionManager manager(log_.get(), &pages);
     RestartReport report;
@@ -77,12 +64,10 @@ class BeforeImages : public ::testing::Test {
     return pages.restored;
   }
 
-  static constexpr std::uint64_t kLogBytes = 1 << 20;
-  TempDir dir_;
-  std::unique_ptr<NvmDevice> device_;
-  std::unique_ptr<LogManager> log_;
   RecordingPages pages_;
-  std::unique_ptr<TransactionManager> manager_;
+  testing_support::LogOnly logged_{"tristore-before-images", pages_};
+  std::unique_ptr<LogManager>& log_ = logged_.log;
+  std::unique_ptr<TransactionManager>& manager_ = logged_.manager;
 };
 
 using Restored = std::vector<std::pair<PageId, std::uint32_t>>;

@@ -14,13 +14,13 @@
 #include <thread>
 #include <vector>
 
-#include "emulation/nvm_device.hpp"
 #include "engine/durable_store.hpp"
 #include "engine/log_manager.hpp"
 #include "engine/logged_access.hpp"
 #include "engine/operation_latch.hpp"
 #include "engine/transaction_manager.hpp"
 #include "engine/transaction_state.hpp"
+#include "tests/engine_log_only.hpp"
 #include "tests/test_support.hpp"
 
 namespace tristore {
@@ -36,17 +36,7 @@ constexpr std::uint64_t kSplit = OperationLog<BufferManager>::kLeafSplitBytes;
 
 class SplitRoom : public ::testing::Test {
  protected:
-  SplitRoom() : dir_(testing_support::kNvmBase, "tristore-split-room") {
-    NvmDeviceOptions options;
-    options.path = dir_.file("log.nvm");
-    options.size_bytes = kLogBytes;
-    options.create = true;
-    device_ = std::make_unique<NvmDevice>(options);
-    log_ = LogManager::create(*device_, {device_->base(), kLogBytes});
-    manager_ = std::make_unique<TransactionManager>(log_.get(), &pages_);
-    manager_->checkpoint();
-    txn_.reset(1);
-  }
+  SplitRoom() { txn_.reset(1); }
 
   // Fills the log with 1 KiB records until `fits` no longer holds.
   template <typename Fits>
@@ -57,12 +47,10 @@ class SplitRoom : public ::testing::Test {
   bool take() { return manager_->take_split_room_beside(kSplit); }
   void give_back() { manager_->give_back_split_room_beside(kSplit); }
 
-  static constexpr std::uint64_t kLogBytes = 1 << 20;
-  testing_support::TempDir dir_;
-  std::unique_ptr<NvmDevice> device_;
-  std::unique_ptr<LogManager> log_;
   NoPages pages_;
-  std::unique_ptr<TransactionManager> manager_;
+  testing_support::LogOnly logged_{"tristore-split-room", pages_};
+  std::unique_ptr<LogManager>& log_ = logged_.log;
+  std::unique_ptr<TransactionManager>& manager_ = logged_.manager;
   TransactionState txn_;
 };
 

@@ -23,6 +23,7 @@
 
 #include "common/error.hpp"
 #include "engine/log_manager.hpp"
+#include "tests/test_support.hpp"
 
 namespace tristore {
 namespace {
@@ -374,8 +375,8 @@ void LogCrashTest::kill_while_appending(unsigned threads) {
     ASSERT_EQ(::kill(child, SIGKILL), 0);
     int status = 0;
     ASSERT_EQ(::waitpid(child, &status, 0), child);
-    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
-        << "the child ended before it was killed, status " << status;
+    ASSERT_TRUE(testing_support::killed_by_sigkill(status))
+        << "the child ended before it was killed: " << testing_support::how_child_ended(status);
     drain();
     ::close(pipe_fds[0]);
     std::vector<Report> reports(received.size() / sizeof(Report));

@@ -155,7 +155,8 @@ Killed fork_and_kill(Child&& child, Stop&& stop, std::uint64_t delay_us) {
   waitpid(pid, &status, 0);
   while (read(fds[0], &message, sizeof(message)) == sizeof(message)) take();
   close(fds[0]);
-  EXPECT_TRUE(WIFSIGNALED(status)) << "the child ended on its own, status " << status;
+  EXPECT_TRUE(testing_support::killed_by_sigkill(status))
+      << "the child ended on its own: " << testing_support::how_child_ended(status);
   return killed;
 }
 

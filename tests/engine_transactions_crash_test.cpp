@@ -79,7 +79,8 @@ void kill_and_recover(Architecture arch) {
     waitpid(child, &status, 0);
     while (read(fds[0], &index, sizeof(index)) == sizeof(index)) last = index;
     close(fds[0]);
-    ASSERT_TRUE(WIFSIGNALED(status)) << "the child ended on its own, status " << status;
+    ASSERT_TRUE(testing_support::killed_by_sigkill(status))
+        << "the child ended on its own: " << testing_support::how_child_ended(status);
     // 2. Reopen: every acknowledged commit, no abort, the one in flight whole or not at all.
     auto db = Database::open(config_for(arch, files, false));
     auto table = db->open_table<std::uint64_t, Row>("rows");

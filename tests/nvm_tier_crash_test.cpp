@@ -269,7 +269,8 @@ TEST_F(NvmTierCrashTest, HeadersPersistedBeforeKillMinusNineSurvive) {
   ASSERT_EQ(::kill(child, SIGKILL), 0);
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFSIGNALED(status));
+  ASSERT_TRUE(testing_support::killed_by_sigkill(status))
+      << "the child ended on its own: " << testing_support::how_child_ended(status);
 
   NvmTierOptions o = options(false);
   o.device.size_bytes = 0;

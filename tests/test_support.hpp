@@ -2,9 +2,11 @@
 // Helpers every test file may use: a scratch directory, and a seed that is printed and can be
 // replayed with TRISTORE_SEED.
 #include <stdlib.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +21,19 @@
 #include "common/error.hpp"
 
 namespace tristore::testing_support {
+
+// Whether a child process the test killed with SIGKILL ended by that kill, and not on its own
+// before it (an exit, or a signal of its own: an abort on an uncaught exception, a crash).
+inline bool killed_by_sigkill(int status) {
+  return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+}
+// How a child ended, for the message when it was not the kill.
+inline std::string how_child_ended(int status) {
+  if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status))
+    return "signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+  return "status " + std::to_string(status);
+}
 
 // Where test files go: NVM files on tmpfs (mapped like DRAM-backed NVM), SSD files on a disk
 // file system (O_DIRECT works there, and tmpfs refuses it).

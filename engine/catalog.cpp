@@ -46,9 +46,15 @@ std::uint32_t copy_checksum(const SavedHeader& header, const std::byte* entries)
   return crc32c(entries, header.count * sizeof(SavedEntry), checksum);
 }
 
-// Copy `which` (0 or 1) of the area, when it holds a whole catalog.
+// Half `which` (0 or 1) of the area: where copy `which` lives.
+template <typename Byte>
+std::span<Byte> copy_area(std::span<Byte> area, int which) {
+  return area.subspan(which * (area.size() / 2), area.size() / 2);
+}
+
+// Copy `which` of the area, when it holds a whole catalog.
 std::optional<SavedHeader> valid_copy(std::span<const std::byte> area, int which) {
-  const std::span<const std::byte> copy = area.subspan(which * (area.size() / 2), area.size() / 2);
+  const std::span<const std::byte> copy = copy_area(area, which);
   SavedHeader header;
   std::memcpy(&header, copy.data(), sizeof(header));
   if (header.magic != kCatalogMagic || header.count > Catalog::capacity(area.size()) ||
@@ -118,7 +124,7 @@ void Catalog::save(std::span<std::byte> area, const std::function<PageId(Swip&)>
   const int into = newest.header ? 1 - newest.which : 1;
   const std::uint64_t sequence = newest.header ? newest.header->sequence + 1 : 1;
   // 3. Header with a checksum over count, sequence and entries, then the entries.
-  const std::span<std::byte> copy = area.subspan(into * (area.size() / 2), area.size() / 2);
+  const std::span<std::byte> copy = copy_area(area, into);
   std::memcpy(copy.data() + sizeof(SavedHeader), saved.data(), saved.size() * sizeof(SavedEntry));
   SavedHeader header{kCatalogMagic, static_cast<std::uint32_t>(saved.size()), 0, sequence, 0};
   header.checksum = copy_checksum(header, copy.data() + sizeof(SavedHeader));
@@ -129,12 +135,10 @@ Catalog Catalog::load(std::span<const std::byte> area) {
   // The newest valid copy; else an area never written (all zero: an empty catalog), or the
   // single copy of an earlier version.
   const NewestCopy newest = newest_copy(area);
-  const std::optional<SavedHeader>& header = newest.header;
-  const int which = newest.which;
   std::vector<SavedEntry> saved;
-  if (header) {
-    saved.resize(header->count);
-    std::memcpy(saved.data(), area.data() + which * (area.size() / 2) + sizeof(SavedHeader),
+  if (newest.header) {
+    saved.resize(newest.header->count);
+    std::memcpy(saved.data(), copy_area(area, newest.which).data() + sizeof(SavedHeader),
                 saved.size() * sizeof(SavedEntry));
   } else {
     SingleCopyHeader single;

@@ -2,8 +2,11 @@
 // set, the frame pool's budget.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <memory>
+#include <optional>
 #include <random>
+#include <thread>
 #include <unordered_map>
 
 #include "common/error.hpp"
@@ -83,10 +86,11 @@ TEST(TiersFrames, OnlyAFullFrameWithEveryLineResidentIsReadWhole) {
   EXPECT_EQ(data_if_whole(&mini->header), nullptr);
 }
 
-TEST(TiersPageIdMap, MatchesUnorderedMapUnderRandomInsertEraseAndGrowth) {
+TEST(TiersPageIdMap, MatchesUnorderedMapUnderRandomInsertEraseUpToItsBound) {
   const std::uint64_t seed = test_seed();
   std::mt19937_64 random(seed);
-  PageIdMap<std::uint64_t> map;
+  PageIdMap<std::uint64_t> map(3000);  // every key below: full at times
+  const std::size_t bytes = map.memory_bytes();
   std::unordered_map<PageId, std::uint64_t> model;
   for (int step = 0; step < 50000; ++step) {
     const PageId key = random() % 3000;
@@ -115,6 +119,68 @@ TEST(TiersPageIdMap, MatchesUnorderedMapUnderRandomInsertEraseAndGrowth) {
     EXPECT_EQ(model.at(key), value);
   });
   EXPECT_EQ(visited, model.size());
+  EXPECT_EQ(map.memory_bytes(), bytes) << "the table never moves";
+}
+
+TEST(TiersPageIdMap, RefusesAnEntryPastItsBoundAndStaysIntact) {
+  PageIdMap<std::uint32_t> map(20);
+  for (PageId key = 100; key < 120; ++key)
+    map.insert_or_assign(key, static_cast<std::uint32_t>(key));
+  map.insert_or_assign(105, 7);  // an existing key takes a new value at the bound
+  EXPECT_THROW(map.insert_or_assign(999, 1), Error);
+  EXPECT_EQ(map.size(), 20u);
+  EXPECT_EQ(map.find(999), nullptr);
+  ASSERT_NE(map.find(105), nullptr);
+  EXPECT_EQ(*map.find(105), 7u);
+  ASSERT_TRUE(map.erase(110));
+  map.insert_or_assign(999, 1);
+  ASSERT_NE(map.find(999), nullptr);
+  for (PageId key = 100; key < 120; ++key)
+    if (key != 110 && key != 105) {
+      EXPECT_EQ(*map.find(key), key);
+    }
+}
+
+// Readers look up beside the one writer (the page table's readers beside a miss): they may
+// miss an entry being moved or pair a key with a moved value, but every value they see is one
+// that was stored, and once the writer stops they see what it sees.
+TEST(TiersPageIdMap, RacingReadersSeeOnlyStoredValues) {
+  const std::uint64_t seed = test_seed();
+  constexpr PageId kKeys = 512;
+  PageIdMap<std::uint64_t> map(kKeys);
+  const auto value_of = [](PageId key, std::uint64_t round) { return (round << 32) | key; };
+  std::atomic<bool> done{false};
+  std::atomic<std::uint64_t> foreign{0};
+  auto read = [&] {
+    std::mt19937_64 random(seed + 1);
+    while (!done.load(std::memory_order_relaxed)) {
+      const PageId key = random() % kKeys;
+      if (const std::optional<std::uint64_t> value = map.find_racing(key))
+        if ((*value & 0xffffffffu) >= kKeys) foreign.fetch_add(1);
+    }
+  };
+  std::thread reader_a(read);
+  std::thread reader_b(read);
+  std::mt19937_64 random(seed);
+  for (std::uint64_t round = 0; round < 200000; ++round) {
+    const PageId key = random() % kKeys;
+    if (random() % 2 == 0)
+      map.insert_or_assign(key, value_of(key, round));
+    else
+      map.erase(key);
+  }
+  done = true;
+  reader_a.join();
+  reader_b.join();
+  EXPECT_EQ(foreign.load(), 0u) << "seed " << seed;
+  for (PageId key = 0; key < kKeys; ++key) {
+    const std::uint64_t* found = map.find(key);
+    const std::optional<std::uint64_t> racing = map.find_racing(key);
+    ASSERT_EQ(found != nullptr, racing.has_value()) << "key " << key;
+    if (found != nullptr) {
+      EXPECT_EQ(*found, *racing);
+    }
+  }
 }
 
 TEST(TiersAdmissionSet, AdmitsOnlyRecentlyDeniedPagesAndForgetsTheOldest) {

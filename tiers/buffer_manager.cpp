@@ -45,7 +45,9 @@ BufferManager::BufferManager(const BufferManagerOptions& options)
       mini_pages_(options_.mini_pages),
       swizzling_(options_.swizzling),
       pool_(options_.dram_bytes),
-      page_table_(nvm_ != nullptr ? nvm_->slots_in_use() : 0),
+      // Every page in the table has an NVM slot or a full frame (a mini page's page has a
+      // slot, which is not evicted while the page is in DRAM), so slabs plus slots bound it.
+      page_table_(pool_.slab_count() + (nvm_ != nullptr ? nvm_->slot_count() : 0)),
       admission_set_(admission_capacity(options_)),
       nvm_eviction_batch_(nvm_eviction_batch(options_)) {
   if (nvm_ == nullptr) return;

@@ -381,7 +381,9 @@ class BufferManager {
   bool swizzling_;
 
   FramePool pool_;
-  PageIdMap<void*> page_table_;  // page id -> FrameHeader* or NVM slot, told apart by address
+  // page id -> FrameHeader* or NVM slot, told apart by address; its capacity fixed, so readers
+  // look it up beside the miss that changes it.
+  PageIdMap<void*> page_table_;
   AdmissionSet admission_set_;
   std::vector<std::uint8_t> nvm_referenced_;  // NVM clock's second-chance bits, per slot
   std::size_t dram_hand_ = 0;

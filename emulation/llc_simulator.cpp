@@ -13,6 +13,8 @@ namespace tristore {
 SimulatedLlc::SimulatedLlc(std::uint64_t bytes, std::uint32_t ways) : ways_(ways) {
   if (ways == 0) fail("simulated LLC needs at least one way");
   if (bytes == 0) bytes = machine_llc_bytes();
+  if (bytes > kMaxBytes)
+    fail("simulated LLC of {} bytes: at most {} bytes (4 GiB)", bytes, kMaxBytes);
   sets_ = std::max<std::uint64_t>(1, bytes / (std::uint64_t{ways} * 64));
   tags_.assign(sets_ * ways_, 0);
 }

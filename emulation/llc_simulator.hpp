@@ -11,6 +11,8 @@ namespace tristore {
 class SimulatedLlc {
  public:
   static constexpr std::uint32_t kDefaultWays = 16;
+  // Far beyond any real LLC; its tags take an eighth of it in DRAM.
+  static constexpr std::uint64_t kMaxBytes = std::uint64_t{4} << 30;
 
   // bytes = 0: this machine's LLC size (sysconf, else sysfs, else 32 MiB).
   explicit SimulatedLlc(std::uint64_t bytes = 0, std::uint32_t ways = kDefaultWays);

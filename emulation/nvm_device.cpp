@@ -42,6 +42,9 @@ NvmDevice::NvmDevice(const NvmDeviceOptions& options)
   if (options.numa_node >= 0) check_numa_node_exists(options.numa_node);
   if (options.create && options.size_bytes == 0)
     fail("NVM size must be greater than 0 to create {}", path_);
+  if (options.llc_bytes > SimulatedLlc::kMaxBytes)
+    fail("simulated LLC of {} bytes: at most {} bytes (4 GiB)", options.llc_bytes,
+         SimulatedLlc::kMaxBytes);
 
   // 2. Lock the file before anything changes it: two engines on one NVM file would
   //    overwrite each other's pages and log. A create truncates only a file it holds.
@@ -56,8 +59,12 @@ NvmDevice::NvmDevice(const NvmDeviceOptions& options)
       fail("cannot truncate NVM file {}: {}", path_, std::strerror(errno));
     address = pmem_map_file(path_.c_str(), options.size_bytes, PMEM_FILE_CREATE, 0666,
                             &mapped_length, &is_pmem);
-    if (address == nullptr)
-      fail("cannot create NVM file {} of {} bytes: {}", path_, options.size_bytes, pmem_errormsg());
+    if (address == nullptr) {
+      // Sized but not allocated (no room, say): no half-made file stays behind.
+      const std::string error = pmem_errormsg();
+      ::unlink(path_.c_str());
+      fail("cannot create NVM file {} of {} bytes: {}", path_, options.size_bytes, error);
+    }
   } else {
     struct stat status {};
     if (::fstat(lock_.fd(), &status) != 0)

@@ -166,6 +166,13 @@ std::unique_ptr<Database> open_buffered_database(const Config& config) {
     fail("{}: DRAM budget of {} bytes is too small: the B-tree needs at least {} frames ({} KiB)",
          architecture_name(config.architecture), config.dram_bytes, kMinimumBufferFrames,
          minimum / 1024);
+  // (Checked again against the slots by the buffer manager; here before any file changes.)
+  if (config.architecture == Architecture::kThreeTier &&
+      config.admission_set_size >
+          AdmissionSet::kMaxEntriesPerNvmSlot * (config.nvm_bytes / kPageSize))
+    fail("admission set of {} entries: at most {} per NVM page ({} pages of {} bytes of NVM)",
+         config.admission_set_size, AdmissionSet::kMaxEntriesPerNvmSlot,
+         config.nvm_bytes / kPageSize, config.nvm_bytes);
   // 2. The tiers of this architecture; NVM and SSD files of one database share its id. The
   //    log lives in NVM; ssd-bm has an NVM file for it alone. Opening validates and locks
   //    every file (architecture, database id, layout) before step 3 writes anything.

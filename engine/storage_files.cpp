@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "emulation/file_lock.hpp"
 #include "engine/ssd_generation_witness.hpp"
 #include "tiers/double_write_area.hpp"
 
@@ -30,6 +31,16 @@ struct StorageFile {
   bool exists() const {
     std::error_code error;
     return std::filesystem::exists(path, error);
+  }
+  // Before a create replaces the files: an existing one that is not a regular file, cannot be
+  // written or is open in another engine is refused while every file is still untouched (each
+  // file is locked only as it is created, and the NVM file is created first).
+  void require_replaceable() const {
+    if (!exists()) return;
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(path, error))
+      fail("{} file {} is not a regular file", what, path);
+    const FileLock probe(path, false, what);
   }
 };
 
@@ -101,6 +112,7 @@ bool creates_files(const Config& config) {
   const auto existing = std::ranges::count_if(files, &StorageFile::exists);
   switch (config.open_mode) {
     case OpenMode::kCreateReplacing:
+      for (const StorageFile& file : files) file.require_replaceable();
       return true;
     case OpenMode::kCreateNew:
       for (const StorageFile& file : files)

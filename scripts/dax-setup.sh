@@ -42,7 +42,7 @@ check() {
   local json
   json=$(mktemp)
   "$bench" --arch nvm-direct --workload ycsb-ro --records 1000 --nvm 64MiB \
-    --nvm-path "$dir/tristore-dax-check.nvm" --seconds 1 --warmup 0 --quiet --json "$json"
+    --nvm-path "$dir/tristore-dax-check.nvm" --replace-files --seconds 1 --warmup 0 --quiet --json "$json"
   rm -f "$dir/tristore-dax-check.nvm"
   python3 - "$json" <<'PY'
 import json, sys

@@ -38,10 +38,7 @@ DirectFile::DirectFile(const std::string& path, Mode mode) : path_(path) {
   fd_ = ::open(path.c_str(), flags | O_DIRECT, 0644);
   if (fd_ < 0 && errno == EINVAL) {
     fd_ = ::open(path.c_str(), flags, 0644);
-    if (fd_ >= 0) {
-      direct_io_ = false;
-      warn_no_direct_io_once(path);
-    }
+    if (fd_ >= 0) direct_io_ = false;
   }
   if (fd_ < 0) {
     if (errno == ENOENT && mode == Mode::kOpen) fail("SSD file {} does not exist", path);
@@ -60,6 +57,8 @@ DirectFile::DirectFile(const std::string& path, Mode mode) : path_(path) {
     ::close(fd_);
     fail("SSD file {} is not a regular file", path);
   }
+  // (Warned only here: a file refused above gets its one-line error alone.)
+  if (!direct_io_) warn_no_direct_io_once(path);
   if (mode == Mode::kCreate && ::ftruncate(fd_, 0) != 0) {
     int error = errno;
     ::close(fd_);

@@ -1,6 +1,8 @@
 // Runs the tristore-bench binary as a user would: bad flags and impossible sizes must end in a
 // one-line error and exit status 2, never a crash; a good run writes the JSON result.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <nlohmann/json.hpp>
@@ -109,4 +111,79 @@ TEST_F(WorkloadsBenchCli, ZeroOpsNegativeCountsAndOneFileForTwoTiersSaySo) {
     EXPECT_EQ(outcome.status, 2) << args;
     EXPECT_EQ(outcome.err, expected) << args;
   }
+}
+
+// Each of these crashed (SIGFPE), failed with std::bad_alloc, ran on with a bogus result (0
+// ops in 0 s) or for ever, or loaded every record before it was refused.
+TEST_F(WorkloadsBenchCli, OutOfRangeNumbersAreRefusedBeforeAnythingRuns) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--threads 0", "--threads 0: between 1 and 256"},
+      {"--seconds 1e10", "--seconds must be a positive number of seconds up to"},
+      {"--warmup 1e300", "--warmup must be a non-negative number of seconds up to"},
+      {"--restart --seconds 1 --restart-seconds 1e300", "--restart-seconds must be"},
+      {"--micro --records 18446744073709551615", "at most 281474976710656 (2^48)"},
+      {"--llc 1TiB --nvm-read-ns 100", "simulated LLC of 1099511627776 bytes: at most"},
+      {"--admission-set 18446744073709551615", "admission set of 18446744073709551615 entries"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const Outcome outcome =
+        run("--records 1000 --seconds 1 --warmup 0 --dram 16MiB --nvm 16MiB --ssd 64MiB " + args +
+            " " + files());
+    EXPECT_EQ(outcome.status, 2) << args << ": " << outcome.err;
+    EXPECT_NE(outcome.err.find(expected), std::string::npos) << args << ": " << outcome.err;
+    EXPECT_EQ(outcome.err.find('\n'), outcome.err.size() - 1) << args << ": " << outcome.err;
+    EXPECT_EQ(outcome.out.find("loading"), std::string::npos) << args << ": refused only then";
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "x.nvm")) << "nothing was created";
+}
+
+// A file named by --nvm-path or --ssd-path that exists holds somebody's data: the bench used to
+// replace it without a word (a text file became an SSD file). Now only --replace-files does.
+TEST_F(WorkloadsBenchCli, ANamedFileThatExistsIsReplacedOnlyWhenAskedTo) {
+  const std::filesystem::path precious = dir_ / "x.ssd";
+  std::ofstream(precious) << "user data\n";
+  const std::string args =
+      "--records 1000 --ops 10 --warmup 0 --dram 16MiB --nvm 16MiB --ssd 64MiB " + files();
+  const Outcome refused = run(args);
+  EXPECT_EQ(refused.status, 2) << refused.err;
+  EXPECT_EQ(refused.err, "tristore-bench: --ssd-path " + precious.string() +
+                             " exists: pass --replace-files to discard what it holds, or name a "
+                             "new file\n");
+  EXPECT_EQ(read(precious), "user data\n");
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "x.nvm")) << "nothing was created";
+
+  const Outcome replaced = run(args + " --replace-files");
+  EXPECT_EQ(replaced.status, 0) << replaced.err;
+  EXPECT_NE(read(precious), "user data\n");
+  // A second run over the files the first left needs the flag too.
+  EXPECT_EQ(run(args).status, 2);
+  EXPECT_EQ(run(args + " --replace-files").status, 0);
+}
+
+// Replacing asked for, but the SSD file cannot be had (not a regular file, or held by another
+// engine): refused before the NVM file, which replacing truncates first, is touched.
+TEST_F(WorkloadsBenchCli, ReplacingRefusesAnSsdFileItCannotHaveBeforeTheNvmFileChanges) {
+  const std::filesystem::path nvm = dir_ / "x.nvm";
+  std::ofstream(nvm) << "an NVM file's bytes\n";
+  const std::string sizes =
+      "--records 1000 --ops 10 --warmup 0 --dram 16MiB --nvm 16MiB --ssd "
+      "64MiB --replace-files --nvm-path '" +
+      nvm.string() + "' ";
+  const Outcome device = run(sizes + "--ssd-path /dev/null");
+  EXPECT_EQ(device.status, 2) << device.err;
+  EXPECT_EQ(device.err, "tristore-bench: SSD file /dev/null is not a regular file\n");
+  EXPECT_EQ(read(nvm), "an NVM file's bytes\n");
+
+  const std::filesystem::path held = dir_ / "held.ssd";
+  std::ofstream(held) << "another engine's SSD file\n";
+  const int fd = ::open(held.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  const Outcome in_use = run(sizes + "--ssd-path '" + held.string() + "'");
+  ::close(fd);
+  EXPECT_EQ(in_use.status, 2) << in_use.err;
+  EXPECT_EQ(in_use.err, "tristore-bench: SSD file " + held.string() +
+                            " is already open (in use by another engine)\n");
+  EXPECT_EQ(read(nvm), "an NVM file's bytes\n");
+  EXPECT_EQ(read(held), "another engine's SSD file\n");
 }

@@ -29,9 +29,10 @@ using tristore::testing_support::TempDir;
 class WorkloadsBenchRestart : public testing::Test {
  protected:
   static std::string read(const std::filesystem::path& path) { return read_file(path); }
+  // The architectures take turns on the same files.
   Outcome run(const std::string& args) const {
     return tristore::testing_support::run_bench(
-        args + " --nvm-path '" + (nvm_dir_.path / "x.nvm").string() + "' --ssd-path '" +
+        args + " --replace-files --nvm-path '" + (nvm_dir_.path / "x.nvm").string() + "' --ssd-path '" +
             (dir_.path / "x.ssd").string() + "'",
         dir_.path);
   }

@@ -18,6 +18,10 @@ namespace tristore {
 
 class AdmissionSet {
  public:
+  // A set far larger than NVM remembers denials long past (and its nodes are numbered in 32
+  // bits): at most this many entries per NVM slot.
+  static constexpr std::uint64_t kMaxEntriesPerNvmSlot = 16;
+
   explicit AdmissionSet(std::size_t capacity) : members_(capacity), nodes_(capacity) {
     for (std::uint32_t i = 0; i < capacity; ++i) nodes_[i].next = i + 1 < capacity ? i + 1 : kNone;
     free_ = capacity > 0 ? 0 : kNone;

@@ -20,6 +20,11 @@ BufferManagerOptions normalised(BufferManagerOptions options) {
     options.swizzling = false;
   }
   if (!options.cache_line_grained) options.mini_pages = false;
+  if (options.nvm != nullptr && options.ssd != nullptr &&
+      options.admission_set_size > AdmissionSet::kMaxEntriesPerNvmSlot * options.nvm->slot_count())
+    fail("admission set of {} entries: at most {} per NVM slot ({} slots)",
+         options.admission_set_size, AdmissionSet::kMaxEntriesPerNvmSlot,
+         options.nvm->slot_count());
   return options;
 }
 

@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <system_error>
+#include <tuple>
 
 #include "common/error.hpp"
 #include "workloads/size_parser.hpp"
@@ -56,8 +58,15 @@ BenchFlags::BenchFlags(CLI::App& app) {
   app.add_option("--ssd", ssd_, "SSD capacity, e.g. 5GiB")->capture_default_str();
   add_unsigned(app, "--records", o.ycsb.records, "YCSB: number of records", kPositive);
   add_unsigned(app, "--warehouses", o.warehouses, "TPC-C: number of warehouses", kPositive);
-  app.add_option("--nvm-path", nvm_path_, "NVM file (default: /dev/shm/tristore-bench-PID.nvm)");
-  app.add_option("--ssd-path", ssd_path_, "SSD file (default: $TMPDIR/tristore-bench-PID.ssd)");
+  app.add_option("--nvm-path", nvm_path_,
+                 "NVM file (default: /dev/shm/tristore-bench-PID.nvm); must not exist, unless "
+                 "--replace-files");
+  app.add_option("--ssd-path", ssd_path_,
+                 "SSD file (default: $TMPDIR/tristore-bench-PID.ssd); must not exist, unless "
+                 "--replace-files");
+  app.add_flag("--replace-files", replace_files_,
+               "discard what existing files named by --nvm-path and --ssd-path hold and start "
+               "from new ones");
   add_unsigned(app, "--nvm-read-ns", o.config.nvm_read_ns, "injected latency per NVM line read",
                kNonNegative);
   add_unsigned(app, "--nvm-write-ns", o.config.nvm_write_ns,
@@ -164,8 +173,22 @@ BenchOptions BenchFlags::finish() const {
                                            fmt::format("tristore-bench-{}.ssd", pid))
                                               .string()
                                         : ssd_path_;
-  // An experiment starts from fresh files, deliberately discarding what a named file held.
-  o.config.open_mode = OpenMode::kCreateReplacing;
+  // An experiment starts from new files. A named file that exists holds somebody's data: it is
+  // replaced only when that is asked for by name, and the engine refuses it otherwise
+  // (create-new), should it appear meanwhile.
+  const Architecture arch = o.config.architecture;
+  const bool nvm_file = arch != Architecture::kMainMemory;
+  const bool ssd_file = uses_ssd(arch);
+  for (const auto& [used, flag, path] : {std::tuple{nvm_file, "--nvm-path", nvm_path_},
+                                         std::tuple{ssd_file, "--ssd-path", ssd_path_}}) {
+    std::error_code error;
+    if (used && !replace_files_ && !path.empty() && std::filesystem::exists(path, error))
+      fail("{} {} exists: pass --replace-files to discard what it holds, or name a new file", flag,
+           path);
+  }
+  o.config.open_mode = replace_files_ || (nvm_path_.empty() && ssd_path_.empty())
+                           ? OpenMode::kCreateReplacing
+                           : OpenMode::kCreateNew;
 
   // 3. Everything else.
   validate(o);

@@ -38,6 +38,7 @@ class BenchFlags {
   std::string checkpoint_interval_ = "0";
   std::string nvm_path_;
   std::string ssd_path_;
+  bool replace_files_ = false;
   bool no_cl_grained_ = false;
   bool no_mini_pages_ = false;
   bool no_swizzling_ = false;

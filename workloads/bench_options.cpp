@@ -21,6 +21,9 @@ bool uses_ssd(Architecture arch) {
 
 namespace {
 
+constexpr double kMaxSeconds = 1e6;  // about 11 days: a phase's clock cannot overflow
+constexpr std::uint64_t kMaxMicroRecords = std::uint64_t{1} << 48;
+
 // The tier that holds every page of the architecture, so bounds the data set: 3tier and
 // ssd-bm give every page an SSD home.
 void check_data_fits(const BenchOptions& options, std::uint64_t data_bytes) {
@@ -56,14 +59,17 @@ void validate(const BenchOptions& options) {
   const Architecture arch = config.architecture;
 
   // 1. What the driver supports.
-  if (options.threads > 256) fail("--threads {}: at most 256", options.threads);
+  if (options.threads == 0 || options.threads > 256)
+    fail("--threads {}: between 1 and 256", options.threads);
   if (options.config.ssd_write_behind_pages > Config::kMaxSsdWriteBehindPages)
     fail("--ssd-write-behind {}: at most {} pages", options.config.ssd_write_behind_pages,
          Config::kMaxSsdWriteBehindPages);
-  if (!(options.seconds > 0) || !std::isfinite(options.seconds))
-    fail("--seconds must be a positive number of seconds, not {}", options.seconds);
-  if (!(options.warmup_seconds >= 0) || !std::isfinite(options.warmup_seconds))
-    fail("--warmup must be a non-negative number of seconds, not {}", options.warmup_seconds);
+  if (!(options.seconds > 0 && options.seconds <= kMaxSeconds))
+    fail("--seconds must be a positive number of seconds up to {}, not {}", kMaxSeconds,
+         options.seconds);
+  if (!(options.warmup_seconds >= 0 && options.warmup_seconds <= kMaxSeconds))
+    fail("--warmup must be a non-negative number of seconds up to {}, not {}", kMaxSeconds,
+         options.warmup_seconds);
 
   // 2. A restart run (paper Figure 17) crashes a durable database after a timed phase.
   if (options.restart) {
@@ -72,9 +78,9 @@ void validate(const BenchOptions& options) {
     if (options.ops != 0) fail("--restart runs for --seconds, not --ops");
     if (options.threads != 1) fail("--restart runs one thread, not --threads {}", options.threads);
     if (config.nvm_wear_counting) fail("--restart and --wear cannot be combined");
-    if (!(options.restart_seconds >= 0) || !std::isfinite(options.restart_seconds))
-      fail("--restart-seconds must be a non-negative number of seconds, not {}",
-           options.restart_seconds);
+    if (!(options.restart_seconds >= 0 && options.restart_seconds <= kMaxSeconds))
+      fail("--restart-seconds must be a non-negative number of seconds up to {}, not {}",
+           kMaxSeconds, options.restart_seconds);
     if (!(options.sample_seconds >= 0.001 && options.sample_seconds <= 1))
       fail("--sample-ms must lie in [1, 1000], not {}", options.sample_seconds * 1000);
   }
@@ -101,6 +107,9 @@ void validate(const BenchOptions& options) {
   if (!ycsb.micro && ycsb.records > (std::uint64_t{1} << 32))
     fail("--records {} exceeds the 4-byte YCSB key space (use --micro for 8-byte keys)",
          ycsb.records);
+  // Far beyond any SSD, and small enough that the size estimate below cannot overflow.
+  if (ycsb.records > kMaxMicroRecords)
+    fail("--records {}: at most {} (2^48)", ycsb.records, kMaxMicroRecords);
   if (!(ycsb.zipf_theta >= 0) || !std::isfinite(ycsb.zipf_theta))
     fail("--zipf must be a finite number >= 0, not {}", ycsb.zipf_theta);
   if (!(ycsb.update_ratio_percent >= 0 && ycsb.update_ratio_percent <= 100))

@@ -187,3 +187,23 @@ TEST_F(WorkloadsBenchCli, ReplacingRefusesAnSsdFileItCannotHaveBeforeTheNvmFileC
   EXPECT_EQ(read(nvm), "an NVM file's bytes\n");
   EXPECT_EQ(read(held), "another engine's SSD file\n");
 }
+
+// The files the bench names itself (a GiB of RAM in /dev/shm by default) used to stay behind
+// when Ctrl-C or kill ended a run; the signal still ends it.
+TEST_F(WorkloadsBenchCli, FilesItNamedItselfGoWhenASignalEndsTheRun) {
+  const std::filesystem::path pid_file = dir_ / "pid", status_file = dir_ / "status";
+  const std::string script =
+      "cd '" + dir_.string() + "'\nTMPDIR='" + dir_.string() + "' '" + TRISTORE_BENCH_PATH +
+      "' --records 2000 --seconds 60 --warmup 0 --dram 16MiB --nvm 16MiB --ssd 64MiB --quiet "
+      ">/dev/null 2>&1 & pid=$!; echo $pid >pid; "
+      "for i in $(seq 200); do [ -e /dev/shm/tristore-bench-$pid.nvm ] && "
+      "[ -e tristore-bench-$pid.ssd ] && break; sleep 0.05; done; sleep 0.3; kill -TERM $pid; "
+      "wait $pid; echo $? >status";
+  const std::filesystem::path script_file = dir_ / "run.sh";
+  std::ofstream(script_file) << script << "\n";
+  ASSERT_EQ(std::system(("bash '" + script_file.string() + "'").c_str()), 0);
+  const std::string pid = read(pid_file).substr(0, read(pid_file).find('\n'));
+  EXPECT_EQ(read(status_file), "143\n") << "ended by SIGTERM (128 + 15)";
+  EXPECT_FALSE(std::filesystem::exists("/dev/shm/tristore-bench-" + pid + ".nvm"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / ("tristore-bench-" + pid + ".ssd")));
+}

@@ -2,6 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <array>
+#include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -21,11 +27,28 @@ namespace tristore {
 
 namespace {
 
-// Removes the files the driver named itself, however the run ends.
+// Removes the files the driver named itself, however the run ends: also when Ctrl-C, kill or a
+// closed terminal ends it (the NVM file is a GiB of RAM in /dev/shm), whose signal then ends
+// the process as it would have.
 class DefaultFilesRemover {
  public:
-  explicit DefaultFilesRemover(const BenchOptions& options) : options_(options) {}
+  explicit DefaultFilesRemover(const BenchOptions& options) : options_(options) {
+    if (options.remove_nvm_file) keep(options.config.nvm_path, 0);
+    if (options.remove_ssd_file) keep(options.config.ssd_path, 1);
+    struct sigaction action {};
+    action.sa_handler = &remove_and_end;
+    sigemptyset(&action.sa_mask);
+    // A signal ignored from the start (nohup, a background job) stays ignored.
+    for (std::size_t i = 0; i < std::size(kEndingSignals); ++i) {
+      struct sigaction before {};
+      ::sigaction(kEndingSignals[i], nullptr, &before);
+      caught_[i] = before.sa_handler != SIG_IGN;
+      if (caught_[i]) ::sigaction(kEndingSignals[i], &action, nullptr);
+    }
+  }
   ~DefaultFilesRemover() {
+    for (std::size_t i = 0; i < std::size(kEndingSignals); ++i)
+      if (caught_[i]) std::signal(kEndingSignals[i], SIG_DFL);
     std::error_code ignored;
     if (options_.remove_nvm_file) std::filesystem::remove(options_.config.nvm_path, ignored);
     if (options_.remove_ssd_file) std::filesystem::remove(options_.config.ssd_path, ignored);
@@ -34,7 +57,22 @@ class DefaultFilesRemover {
   DefaultFilesRemover& operator=(const DefaultFilesRemover&) = delete;
 
  private:
+  static constexpr int kEndingSignals[] = {SIGINT, SIGTERM, SIGHUP};
+  // The paths where a signal handler may read them (it may not allocate).
+  static inline std::array<std::array<char, 4096>, 2> paths_{};
+  static void keep(const std::string& path, std::size_t which) {
+    if (path.size() < paths_[which].size())
+      std::memcpy(paths_[which].data(), path.c_str(), path.size() + 1);
+  }
+  static void remove_and_end(int signal) {
+    for (const auto& path : paths_)
+      if (path[0] != '\0') ::unlink(path.data());
+    std::signal(signal, SIG_DFL);
+    std::raise(signal);
+  }
+
   const BenchOptions& options_;
+  std::array<bool, std::size(kEndingSignals)> caught_{};
 };
 
 nlohmann::json run_ycsb_bench(Database& db, const BenchOptions& options,

@@ -547,17 +547,21 @@ class BTreeTable final : public TableInterface<K, V> {
   std::optional<bool> change_beside(TransactionState& txn, const K& key, bool brief, Body& body,
                                     ToLoad& to_load) {
     auto& target = read_access(context_);
+    // An undo step of this table: one operation on this tree, a level higher should it grow
+    // meanwhile (as the exclusive change_log_bytes(height() + 1)).
+    std::uint64_t undo_step_bytes = 0;
     if constexpr (kLogged) {
       if (height_->root != root_page_id()) {
         target.add_change_beside(true);
         return std::nullopt;
       }
+      undo_step_bytes = Context::max_operation_log_bytes(height_->height + 1);
     }
     if (brief)
       transactions_.locks().lock_brief(txn, table_id_, row_lock_name(key));
     else
       lock_row(&txn, key, LockMode::kExclusive);
-    if (!transactions_.room_beside()) {
+    if (!transactions_.room_beside() || !transactions_.undo_room_beside(undo_step_bytes)) {
       target.add_change_beside(true);
       return std::nullopt;
     }

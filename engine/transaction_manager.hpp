@@ -115,6 +115,23 @@ class TransactionManager {
     return log_->free_bytes() >= latch_.changers() * beside_change_bound_ + split_room_beside_ +
                                      live_undo_bytes_ + kSmallRecordsRoom;
   }
+  // Before a change beside others adds live undo: whether every unfinished transaction could
+  // still be undone, as reserve() keeps it for a change that runs exclusively. An undo step
+  // (abort's, or restart's) needs, once a checkpoint has copied the live undo forward, room for
+  // the largest operation on any table (undo_step_bytes: this table's, the largest seen kept)
+  // and for that undo once more. The changes inside count as if all they log were undo. False:
+  // the change runs exclusively, where reserve() checkpoints or refuses it with an Error that
+  // leaves the transaction able to abort.
+  bool undo_room_beside(std::uint64_t undo_step_bytes) {
+    if (log_ == nullptr) return true;
+    std::uint64_t largest = largest_undo_step_.load(std::memory_order_relaxed);
+    while (undo_step_bytes > largest && !largest_undo_step_.compare_exchange_weak(
+                                            largest, undo_step_bytes, std::memory_order_relaxed)) {
+    }
+    const std::uint64_t live = live_undo_bytes_ + latch_.changers() * beside_change_bound_;
+    return log_->usable_bytes() >=
+           std::max(largest, undo_step_bytes) + 2 * live + 2 * kSmallRecordsRoom;
+  }
   // A leaf split beside changes logs up to `bytes` more than a changer's bound
   // (OperationLog::take_split_room): counted for every split under way, taken before the split
   // writes anything, given back after its record. False (nothing taken) without the room.
@@ -226,6 +243,7 @@ class TransactionManager {
   // (add_live_undo_bytes).
   std::atomic<std::uint64_t> live_undo_bytes_{0};
   std::atomic<std::uint64_t> split_room_beside_{0};  // take_split_room_beside, under way
+  std::atomic<std::uint64_t> largest_undo_step_{0};  // undo_room_beside: the largest asked for
   std::uint64_t checkpoint_interval_ = 0;
   // The log's end at which the interval has passed; read beside changes.
   std::atomic<Lsn> next_checkpoint_lsn_{~Lsn{0}};

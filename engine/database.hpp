@@ -96,7 +96,9 @@ class Database {
   virtual SsdCrashSimulator* ssd_crash_simulator() { return nullptr; }
 
   template <TableKey K, TableValue V>
-  Table<K, V> create_table(std::string_view name);  // Error if it exists
+  // Error if it exists, or if the catalog is full: it lives in a small metadata area of the
+  // NVM file (or the SSD superblock) and holds 15 tables (Catalog::capacity).
+  Table<K, V> create_table(std::string_view name);
   // Error if missing or of other types. After a crash, opening a table first undoes what
   // unfinished transactions left in it.
   template <TableKey K, TableValue V>

@@ -13,10 +13,14 @@ namespace tristore {
 SimulatedLlc::SimulatedLlc(std::uint64_t bytes, std::uint32_t ways) : ways_(ways) {
   if (ways == 0) fail("simulated LLC needs at least one way");
   if (bytes == 0) bytes = machine_llc_bytes();
-  if (bytes > kMaxBytes)
-    fail("simulated LLC of {} bytes: at most {} bytes (4 GiB)", bytes, kMaxBytes);
+  require_valid_size(bytes);
   sets_ = std::max<std::uint64_t>(1, bytes / (std::uint64_t{ways} * 64));
   tags_.assign(sets_ * ways_, 0);
+}
+
+void SimulatedLlc::require_valid_size(std::uint64_t bytes) {
+  if (bytes > kMaxBytes)
+    fail("simulated LLC of {} bytes: at most {} bytes (4 GiB)", bytes, kMaxBytes);
 }
 
 void SimulatedLlc::clear() { std::fill(tags_.begin(), tags_.end(), 0); }

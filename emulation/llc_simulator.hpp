@@ -13,6 +13,8 @@ class SimulatedLlc {
   static constexpr std::uint32_t kDefaultWays = 16;
   // Far beyond any real LLC; its tags take an eighth of it in DRAM.
   static constexpr std::uint64_t kMaxBytes = std::uint64_t{4} << 30;
+  // Error unless a simulated LLC of `bytes` may be made (0: this machine's size).
+  static void require_valid_size(std::uint64_t bytes);
 
   // bytes = 0: this machine's LLC size (sysconf, else sysfs, else 32 MiB).
   explicit SimulatedLlc(std::uint64_t bytes = 0, std::uint32_t ways = kDefaultWays);

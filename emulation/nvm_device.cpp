@@ -42,9 +42,7 @@ NvmDevice::NvmDevice(const NvmDeviceOptions& options)
   if (options.numa_node >= 0) check_numa_node_exists(options.numa_node);
   if (options.create && options.size_bytes == 0)
     fail("NVM size must be greater than 0 to create {}", path_);
-  if (options.llc_bytes > SimulatedLlc::kMaxBytes)
-    fail("simulated LLC of {} bytes: at most {} bytes (4 GiB)", options.llc_bytes,
-         SimulatedLlc::kMaxBytes);
+  SimulatedLlc::require_valid_size(options.llc_bytes);
 
   // 2. Lock the file before anything changes it: two engines on one NVM file would
   //    overwrite each other's pages and log. A create truncates only a file it holds.

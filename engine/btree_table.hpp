@@ -436,7 +436,12 @@ class BTreeTable final : public TableInterface<K, V> {
     const OperationLatch::Exclusive latched(transactions_.latch());
     lock_row(txn, key, LockMode::kExclusive);
     if constexpr (kLogged) {
-      if (transactions_.durable()) transactions_.reserve(change_log_bytes(height() + 1));
+      // Room for this change and for the largest undo step of any table: its undo may come
+      // after another transaction's on a deeper tree.
+      if (transactions_.durable())
+        transactions_.reserve(
+            kChangeUndoLogBytes +
+            transactions_.note_undo_step(Context::max_operation_log_bytes(height() + 1)));
     }
     if (txn != nullptr) return body(*txn, tree_, context_);
     TransactionState& single = transactions_.begin_autocommit();
@@ -451,13 +456,11 @@ class BTreeTable final : public TableInterface<K, V> {
     return changed;
   }
 
-  // The most a change logs on a tree of `levels`: its undo record (and that record's copy),
-  // and its redo.
+  // What a change logs for its undo: its undo record and that record's copy (its redo is at
+  // most an operation on the tree).
   static constexpr std::uint64_t kUndoPayload = sizeof(UndoLogical) + sizeof(K) + sizeof(V);
-  static constexpr std::uint64_t change_log_bytes(std::uint32_t levels) {
-    return 2 * TransactionManager::undo_copy_bytes(kUndoPayload) +
-           Context::max_operation_log_bytes(levels);
-  }
+  static constexpr std::uint64_t kChangeUndoLogBytes =
+      2 * TransactionManager::undo_copy_bytes(kUndoPayload);
   // And beside others, where it changes one leaf entry: one record holding its undo and the
   // leaf change (the key not repeated, at most the value's bytes), plus that undo's copy;
   // nvm-direct logs before-images and byte ranges instead.
@@ -548,7 +551,7 @@ class BTreeTable final : public TableInterface<K, V> {
                                     ToLoad& to_load) {
     auto& target = read_access(context_);
     // An undo step of this table: one operation on this tree, a level higher should it grow
-    // meanwhile (as the exclusive change_log_bytes(height() + 1)).
+    // meanwhile (as the exclusive change reserves).
     std::uint64_t undo_step_bytes = 0;
     if constexpr (kLogged) {
       if (height_->root != root_page_id()) {

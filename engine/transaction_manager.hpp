@@ -115,22 +115,28 @@ class TransactionManager {
     return log_->free_bytes() >= latch_.changers() * beside_change_bound_ + split_room_beside_ +
                                      live_undo_bytes_ + kSmallRecordsRoom;
   }
-  // Before a change beside others adds live undo: whether every unfinished transaction could
-  // still be undone, as reserve() keeps it for a change that runs exclusively. An undo step
-  // (abort's, or restart's) needs, once a checkpoint has copied the live undo forward, room for
-  // the largest operation on any table (undo_step_bytes: this table's, the largest seen kept)
-  // and for that undo once more. The changes inside count as if all they log were undo. False:
-  // the change runs exclusively, where reserve() checkpoints or refuses it with an Error that
-  // leaves the transaction able to abort.
-  bool undo_room_beside(std::uint64_t undo_step_bytes) {
-    if (log_ == nullptr) return true;
+  // An undo step (abort's, or restart's) needs room for one operation on its table's tree:
+  // before a change adds live undo, its table's undo step (an operation a level higher,
+  // should the tree grow meanwhile) is noted here; returns the largest noted so far, what an
+  // undo step of any unfinished transaction, on any table, may need.
+  std::uint64_t note_undo_step(std::uint64_t undo_step_bytes) {
     std::uint64_t largest = largest_undo_step_.load(std::memory_order_relaxed);
     while (undo_step_bytes > largest && !largest_undo_step_.compare_exchange_weak(
                                             largest, undo_step_bytes, std::memory_order_relaxed)) {
     }
+    return std::max(largest, undo_step_bytes);
+  }
+  // Before a change beside others adds live undo: whether every unfinished transaction could
+  // still be undone, as reserve() keeps it for a change that runs exclusively. An undo step
+  // needs, once a checkpoint has copied the live undo forward, room for the largest operation
+  // (note_undo_step) and for that undo once more. The changes inside count as if all they
+  // log were undo. False: the change runs exclusively, where reserve() checkpoints or refuses
+  // it with an Error that leaves the transaction able to abort.
+  bool undo_room_beside(std::uint64_t undo_step_bytes) {
+    if (log_ == nullptr) return true;
+    const std::uint64_t largest = note_undo_step(undo_step_bytes);
     const std::uint64_t live = live_undo_bytes_ + latch_.changers() * beside_change_bound_;
-    return log_->usable_bytes() >=
-           std::max(largest, undo_step_bytes) + 2 * live + 2 * kSmallRecordsRoom;
+    return log_->usable_bytes() >= largest + 2 * live + 2 * kSmallRecordsRoom;
   }
   // A leaf split beside changes logs up to `bytes` more than a changer's bound
   // (OperationLog::take_split_room): counted for every split under way, taken before the split
@@ -243,7 +249,7 @@ class TransactionManager {
   // (add_live_undo_bytes).
   std::atomic<std::uint64_t> live_undo_bytes_{0};
   std::atomic<std::uint64_t> split_room_beside_{0};  // take_split_room_beside, under way
-  std::atomic<std::uint64_t> largest_undo_step_{0};  // undo_room_beside: the largest asked for
+  std::atomic<std::uint64_t> largest_undo_step_{0};  // note_undo_step: the largest noted
   std::uint64_t checkpoint_interval_ = 0;
   // The log's end at which the interval has passed; read beside changes.
   std::atomic<Lsn> next_checkpoint_lsn_{~Lsn{0}};

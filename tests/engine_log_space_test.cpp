@@ -301,6 +301,86 @@ TEST_P(EngineLogSpace, LiveUndoFilledBesideOtherCommitsCanStillAbortAndReopen) {
   expect_model(reopened);
 }
 
+// A key of 2 KiB: a few per node, so a few hundred rows make a tree of several levels.
+struct WideKey {
+  std::uint64_t id;
+  std::array<std::uint8_t, 2040> filler;
+  auto operator<=>(const WideKey&) const = default;
+};
+
+// An undo step needs room for an operation on its own table's tree, and a transaction's undo
+// may come after others' on a shallower one: here one transaction changed a row of a deep
+// table (wide keys: a few per node, several levels), then another filled the live undo with
+// changes of a one-leaf table until the log refused one. Each change keeps room for the
+// largest undo step of any table changed so far: before, it kept room for its own table's,
+// and the first transaction's abort failed with "log full" (so would restart have, for ever).
+TEST_P(EngineLogSpace, UndoOnADeepTableHasRoomAfterChangesOfAShallowOne) {
+  using Small = std::array<std::uint8_t, 24>;
+  const auto wide_key = [](std::uint64_t id) {
+    WideKey key{id, {}};
+    key.filler.fill(static_cast<std::uint8_t>(id));
+    return key;
+  };
+  const auto small_row = [](std::uint64_t key, std::uint64_t version) {
+    Small row;
+    row.fill(static_cast<std::uint8_t>(key * 7 + version));
+    return row;
+  };
+  constexpr std::uint64_t kDeepRows = 400, kShallowRows = 40;
+  const Architecture arch = GetParam();
+  testing_support::DatabaseFiles files("tristore-log-space");
+  Config config = config_for(arch, files, true);
+  config.nvm_bytes = arch == Architecture::kNvmDirect ? 20 * kMiB : 10 * kMiB;
+  auto db = Database::open(config);
+  auto deep = db->create_table<WideKey, std::uint64_t>("deep");
+  auto shallow = db->create_table<std::uint64_t, Small>("shallow");
+  for (std::uint64_t i = 0; i < kDeepRows; ++i) ASSERT_TRUE(deep.insert(wide_key(i), i));
+  for (std::uint64_t i = 0; i < kShallowRows; ++i) ASSERT_TRUE(shallow.insert(i, small_row(i, 0)));
+  Transaction on_deep = db->begin();
+  ASSERT_TRUE(deep.update(on_deep, wide_key(kDeepRows / 2), 7));
+  Transaction on_shallow = db->begin();
+  std::uint64_t updates = 0;
+  std::string message;
+  try {
+    for (std::uint64_t version = 1;; ++version)
+      for (std::uint64_t key = 0; key < kShallowRows; ++key, ++updates)
+        ASSERT_TRUE(shallow.update(on_shallow, key, small_row(key, version))) << key;
+  } catch (const Error& error) {
+    message = error.what();
+  }
+  std::printf("%llu updates of the shallow table, then: %s\n",
+              static_cast<unsigned long long>(updates), message.c_str());
+  EXPECT_NE(message.find("undo records"), std::string::npos) << message;
+  std::string abort_error;
+  try {
+    on_deep.abort();
+    on_shallow.abort();
+  } catch (const Error& error) {
+    abort_error = error.what();
+  }
+  ASSERT_EQ(abort_error, "") << "an abort failed";
+  const auto expect_loaded = [&](Table<WideKey, std::uint64_t>& deep_rows,
+                                 Table<std::uint64_t, Small>& shallow_rows) {
+    for (std::uint64_t i = 0; i < kDeepRows; ++i) {
+      std::uint64_t value = 0;
+      EXPECT_TRUE(deep_rows.get(wide_key(i), value) && value == i) << "deep " << i;
+    }
+    for (std::uint64_t i = 0; i < kShallowRows; ++i) {
+      Small row{};
+      EXPECT_TRUE(shallow_rows.get(i, row) && row == small_row(i, 0)) << "shallow " << i;
+    }
+  };
+  expect_loaded(deep, shallow);
+  deep = Table<WideKey, std::uint64_t>(nullptr);
+  shallow = Table<std::uint64_t, Small>(nullptr);
+  db.reset();
+  config.open_mode = OpenMode::kOpenExisting;
+  db = Database::open(config);
+  auto deep_reopened = db->open_table<WideKey, std::uint64_t>("deep");
+  auto shallow_reopened = db->open_table<std::uint64_t, Small>("shallow");
+  expect_loaded(deep_reopened, shallow_reopened);
+}
+
 // The log reserves an operation's bound (no page images: a few pages at most), a copy of the
 // live undo and the checkpoint's own room; on a log of a few MiB that leaves a transaction
 // undo up to about half the log, on every architecture. (Near that limit every operation

@@ -18,6 +18,7 @@
 #include "common/error.hpp"
 #include "engine/database.hpp"
 #include "engine/logged_access.hpp"
+#include "engine/removed_rows.hpp"
 #include "engine/table_interface.hpp"
 #include "engine/transaction_manager.hpp"
 #include "tiers/buffer_manager.hpp"
@@ -103,10 +104,20 @@ class BTreeTable final : public TableInterface<K, V> {
     return reading(txn, !kRestartable, [&](auto& tree) {
       if (txn == nullptr && !transactions_.locks().any_locked())
         return tree.scan(from, limit, visit);
-      return tree.scan(from, limit, [&](const K& key, const V& value) {
+      // Rows others removed are locked in the gap before each row and, where the scan ran to
+      // the table's end, after the last.
+      std::optional<K> last;
+      bool stopped = false;
+      const std::size_t visited = tree.scan(from, limit, [&](const K& key, const V& value) {
+        lock_removed_rows(txn, last ? *last : from, !last, &key, false);
         lock_row(txn, key, LockMode::kShared);
-        return visit(key, value);
+        last = key;
+        stopped = !visit(key, value);
+        return !stopped;
       });
+      if (!stopped && visited < limit)
+        lock_removed_rows(txn, last ? *last : from, !last, nullptr, false);
+      return visited;
     });
   }
 
@@ -141,11 +152,16 @@ class BTreeTable final : public TableInterface<K, V> {
   bool remove(TransactionState* txn, const K& key) override {
     // Beside others only where it merges nothing (BTree::remove_without_merge).
     return changing(txn, key, kBeside, [&](TransactionState& t, auto& tree, auto& log) {
-      if (undo_with_redo()) return operation(t, log, this, [&] { return tree.remove(key); });
-      V old;
-      if (!tree.lookup(key, old)) return false;
-      log_undo(t, UndoOperation::kRemove, key, 0, &old, sizeof(V));
-      return operation(t, log, nullptr, [&] { return tree.remove(key); });
+      removed_rows_.add(t, key);  // before the leaf changes: scans find it there
+      const bool removed = [&] {
+        if (undo_with_redo()) return operation(t, log, this, [&] { return tree.remove(key); });
+        V old;
+        if (!tree.lookup(key, old)) return false;
+        log_undo(t, UndoOperation::kRemove, key, 0, &old, sizeof(V));
+        return operation(t, log, nullptr, [&] { return tree.remove(key); });
+      }();
+      if (!removed) removed_rows_.drop(t, key);
+      return removed;
     });
   }
 
@@ -268,6 +284,20 @@ class BTreeTable final : public TableInterface<K, V> {
   struct RowBusy {
     K key;
   };
+  // Locks (in a transaction) or checks the rows that other unfinished transactions removed
+  // from what a scan covered, from low to high (none: the table's end), as it would the rows
+  // themselves (engine/removed_rows.hpp). A row a change outside transactions holds for a
+  // moment is returned (RowBusy for a scan outside transactions).
+  std::optional<K> lock_removed_rows(TransactionState* txn, const K& low, bool low_inclusive,
+                                     const K* high, bool high_inclusive) {
+    if (!removed_rows_.any()) [[likely]]
+      return std::nullopt;
+    std::vector<K> keys;
+    removed_rows_.others_between(txn, low, low_inclusive, high, high_inclusive, keys);
+    for (const K& key : keys)
+      if (!lock_row(txn, key, LockMode::kShared)) return key;
+    return std::nullopt;
+  }
 
   // body(tree) runs a read on a tree. In a transaction, or outside one while changes run, it
   // holds the database's latch for changes and latches the leaf (BesideAccess). Otherwise,
@@ -375,6 +405,20 @@ class BTreeTable final : public TableInterface<K, V> {
                   });
               more = leaf_fence.has_value();
               if (more) fence = *leaf_fence;
+              // What the copy covered: to its last row where it stopped inside the leaf, else
+              // to the next leaf's fence or the table's end.
+              if (removed_rows_.any()) {
+                const bool inside = n == wanted;
+                K last_copied = next;
+                if (inside) {
+                  V value;
+                  BTree<K, V, Access>::batch_entry(batch, n - 1, last_copied, value);
+                }
+                const K* high = inside ? &last_copied : more ? &fence : nullptr;
+                if (const std::optional<K> busy =
+                        lock_removed_rows(txn, next, !resumed, high, inside))
+                  throw RowBusy{*busy};
+              }
               return n;
             },
             &next, kNoValue, kWholeLeaf);
@@ -686,6 +730,7 @@ class BTreeTable final : public TableInterface<K, V> {
   Context& context_;
   TransactionManager& transactions_;
   std::uint32_t table_id_;
+  RemovedRows<K> removed_rows_;  // by unfinished transactions, for scans
   Swip& root_;
   AccessMember access_;
   BTree<K, V, Access> tree_;

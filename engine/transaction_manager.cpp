@@ -198,7 +198,10 @@ void TransactionManager::forget(TransactionState& txn) {
 }
 
 void TransactionManager::finish(TransactionState& txn) {
-  locks_.release_all(txn);         // after the undo of an abort: its rows were its own until now
+  // After the undo of an abort: its rows were its own until now.
+  for (RowRemovals* removals : txn.removals) removals->forget(txn);
+  txn.removals.clear();
+  locks_.release_all(txn);
   if (txn.undo_copy_bytes != 0) {  // a shared line, not written for nothing
     add_live_undo_bytes(-txn.undo_copy_bytes);
     txn.undo_copy_bytes = 0;

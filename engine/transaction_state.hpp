@@ -21,6 +21,13 @@ class UndoTarget {
   virtual void apply_undo(TransactionState& txn, std::span<const std::byte> undo) = 0;
 };
 
+// Rows a transaction removed from a table, kept apart until it ends (engine/removed_rows.hpp).
+class RowRemovals {
+ public:
+  virtual ~RowRemovals() = default;
+  virtual void forget(const TransactionState& txn) = 0;
+};
+
 class TransactionState {
  public:
   struct UndoStep {
@@ -35,9 +42,10 @@ class TransactionState {
   Lsn first_lsn = kNoLsn;  // the oldest record still needed (a checkpoint moves it forward)
   Lsn last_lsn = kNoLsn;   // the newest record: prev_lsn of the next
   std::vector<UndoStep> undo;
-  std::vector<std::byte> undo_bytes;  // payloads, kept in one buffer (no allocation per step)
-  std::uint64_t undo_copy_bytes = 0;  // log bytes the next checkpoint needs to copy `undo`
-  std::vector<std::uint64_t> locks;   // LockNames held (engine/lock_manager.hpp)
+  std::vector<std::byte> undo_bytes;   // payloads, kept in one buffer (no allocation per step)
+  std::uint64_t undo_copy_bytes = 0;   // log bytes the next checkpoint needs to copy `undo`
+  std::vector<std::uint64_t> locks;    // LockNames held (engine/lock_manager.hpp)
+  std::vector<RowRemovals*> removals;  // tables it removed rows from, each once
   bool finished = false;
   bool listed = false;  // among the manager's active transactions (checkpoints see it)
 
@@ -52,6 +60,7 @@ class TransactionState {
     undo_bytes.clear();
     undo_copy_bytes = 0;
     locks.clear();
+    removals.clear();
     finished = false;
   }
   std::span<const std::byte> payload(const UndoStep& step) const {

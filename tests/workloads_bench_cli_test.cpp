@@ -35,10 +35,16 @@ class WorkloadsBenchCli : public testing::Test {
     return tristore::testing_support::run_bench(args, dir_);
   }
 
-  // Small sizes and files inside the test's own directory.
-  std::string files() const {
-    return "--nvm-path '" + (dir_ / "x.nvm").string() + "' --ssd-path '" +
-           (dir_ / "x.ssd").string() + "'";
+  // Files inside the test's own directory, those of 3tier (the default architecture).
+  std::string files() const { return nvm_file() + " " + ssd_file(); }
+  std::string nvm_file() const { return "--nvm-path '" + (dir_ / "x.nvm").string() + "'"; }
+  std::string ssd_file() const { return "--ssd-path '" + (dir_ / "x.ssd").string() + "'"; }
+  // The files `args`' architecture has: a path for a tier it lacks is refused.
+  std::string files_of(const std::string& args) const {
+    if (args.find("main-memory") != std::string::npos) return "";
+    if (args.find("nvm-direct") != std::string::npos || args.find("basic-nvm") != std::string::npos)
+      return nvm_file();
+    return files();
   }
 
   std::filesystem::path dir_;
@@ -62,7 +68,7 @@ TEST_F(WorkloadsBenchCli, BadFlagsGiveOneLineErrorsAndStatusTwo) {
       "--arch nvm-direct --nvm 200KiB --records 100",
   };
   for (const std::string& args : bad) {
-    const Outcome outcome = run(args + " " + files());
+    const Outcome outcome = run(args + " " + files_of(args));
     EXPECT_EQ(outcome.status, 2) << args << ": " << outcome.err;
     ASSERT_FALSE(outcome.err.empty()) << args;
     EXPECT_EQ(outcome.err.find('\n'), outcome.err.size() - 1) << args << ": " << outcome.err;
@@ -82,9 +88,8 @@ TEST_F(WorkloadsBenchCli, HelpListsTheFlagsAndSucceeds) {
 
 TEST_F(WorkloadsBenchCli, ARunWritesItsJsonAndPrintsProgress) {
   const std::string json = (dir_ / "result.json").string();
-  const Outcome outcome =
-      run("--arch main-memory --records 2000 --ops 500 --warmup 0 --dram 16MiB --json '" + json +
-          "' " + files());
+  const Outcome outcome = run(
+      "--arch main-memory --records 2000 --ops 500 --warmup 0 --dram 16MiB --json '" + json + "'");
   ASSERT_EQ(outcome.status, 0) << outcome.err;
   EXPECT_NE(outcome.out.find("loading 2000 records"), std::string::npos) << outcome.out;
   const nlohmann::json result = nlohmann::json::parse(read(json));
@@ -206,4 +211,44 @@ TEST_F(WorkloadsBenchCli, FilesItNamedItselfGoWhenASignalEndsTheRun) {
   EXPECT_EQ(read(status_file), "143\n") << "ended by SIGTERM (128 + 15)";
   EXPECT_FALSE(std::filesystem::exists("/dev/shm/tristore-bench-" + pid + ".nvm"));
   EXPECT_FALSE(std::filesystem::exists(dir_ / ("tristore-bench-" + pid + ".ssd")));
+}
+
+// Each of these ran, the flag ignored without a word: a flag given for a run it cannot affect
+// is refused, naming the flag and why.
+TEST_F(WorkloadsBenchCli, FlagsThatDoNotApplyToTheRunAreRefused) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--distribution uniform --zipf 0.5",
+       "--zipf: applies to --distribution zipf only, not uniform"},
+      {"--full-scan", "--full-scan: applies to --workload ycsb-scan only, not ycsb-ro"},
+      {"--workload ycsb-scan --full-scan --scan-length 10",
+       "--scan-length: --full-scan reads the whole table from its first key"},
+      {"--update-ratio 50", "--update-ratio: applies to --workload ycsb-rw only, not ycsb-ro"},
+      {"--warehouses 2", "--warehouses: applies to --workload tpcc only, not ycsb-ro"},
+      {"--workload tpcc --records 1000", "--records: applies to the YCSB workloads only, not tpcc"},
+      {"--arch basic-nvm " + nvm_file() + " " + ssd_file(),
+       "--ssd-path: basic-nvm has no SSD tier"},
+      {"--arch nvm-direct --ssd-write-behind 0", "--ssd-write-behind: nvm-direct has no SSD tier"},
+      {"--arch main-memory " + nvm_file(), "--nvm-path: main-memory has no NVM file"},
+      {"--arch main-memory --checkpoint-interval 1MiB",
+       "--checkpoint-interval: main-memory is volatile: it keeps no log to checkpoint"},
+      {"--arch ssd-bm --wear", "--wear: ssd-bm keeps no pages in NVM (its NVM file holds the log)"},
+      {"--arch ssd-bm --admission-set 100",
+       "--admission-set: applies to --arch 3tier only, not ssd-bm"},
+      {"--replace-files",
+       "--replace-files: no --nvm-path or --ssd-path of this run names a file to "
+       "replace"},
+      {"--sample-ms 50", "--sample-ms: applies to --restart only"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const Outcome outcome =
+        run("--records 1000 --ops 10 --warmup 0 --dram 16MiB --nvm 16MiB --ssd 64MiB " + args);
+    EXPECT_EQ(outcome.status, 2) << args;
+    EXPECT_EQ(outcome.err, "tristore-bench: " + expected + "\n") << args;
+  }
+  // The tier sizes and NVM latencies describe the machine: the experiment scripts give every
+  // architecture the same ones.
+  const Outcome machine =
+      run("--arch main-memory --records 1000 --ops 10 --warmup 0 --dram 16MiB --nvm 16MiB --ssd "
+          "64MiB --nvm-read-ns 500 --llc 1MiB --quiet");
+  EXPECT_EQ(machine.status, 0) << machine.err;
 }

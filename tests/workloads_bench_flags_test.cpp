@@ -75,8 +75,6 @@ TEST(WorkloadsBenchFlags, EveryFlagReachesTheOptions) {
                                 "0.8",
                                 "--update-ratio",
                                 "25",
-                                "--distribution",
-                                "uniform",
                                 "--seed",
                                 "7",
                                 "--ops",
@@ -106,7 +104,6 @@ TEST(WorkloadsBenchFlags, EveryFlagReachesTheOptions) {
   EXPECT_EQ(o.config.nvm_write_ns, 700U);
   EXPECT_DOUBLE_EQ(o.ycsb.zipf_theta, 0.8);
   EXPECT_DOUBLE_EQ(o.ycsb.update_ratio_percent, 25);
-  EXPECT_EQ(o.ycsb.distribution, KeyDistribution::kUniform);
   EXPECT_EQ(o.ycsb.seed, 7U);
   EXPECT_EQ(o.ops, 1000U);
   EXPECT_DOUBLE_EQ(o.warmup_seconds, 0.5);
@@ -118,6 +115,15 @@ TEST(WorkloadsBenchFlags, EveryFlagReachesTheOptions) {
   EXPECT_DOUBLE_EQ(o.ycsb.fill_factor, 1.0);
   EXPECT_FALSE(o.progress);
   EXPECT_TRUE(o.config.nvm_wear_counting);
+}
+
+// --zipf applies to --distribution zipf only: the other choices get their own test.
+TEST(WorkloadsBenchFlags, EveryDistributionIsSelectable) {
+  EXPECT_EQ(parse({"--distribution", "uniform"}).ycsb.distribution, KeyDistribution::kUniform);
+  EXPECT_EQ(parse({"--distribution", "scrambled-zipf"}).ycsb.distribution,
+            KeyDistribution::kScrambledZipf);
+  EXPECT_EQ(parse({"--distribution", "zipf", "--zipf", "0.5"}).ycsb.distribution,
+            KeyDistribution::kZipf);
 }
 
 TEST(WorkloadsBenchFlags, DefaultFilesArePerProcessAndRemoved) {

@@ -29,12 +29,16 @@ using tristore::testing_support::TempDir;
 class WorkloadsBenchRestart : public testing::Test {
  protected:
   static std::string read(const std::filesystem::path& path) { return read_file(path); }
-  // The architectures take turns on the same files.
+  // The architectures take turns on the same files; each is given those it has (a path for a
+  // tier it lacks is refused).
   Outcome run(const std::string& args) const {
-    return tristore::testing_support::run_bench(
-        args + " --replace-files --nvm-path '" + (nvm_dir_.path / "x.nvm").string() + "' --ssd-path '" +
-            (dir_.path / "x.ssd").string() + "'",
-        dir_.path);
+    const auto has = [&args](const char* arch) { return args.find(arch) != std::string::npos; };
+    std::string files;
+    if (!has("main-memory"))
+      files += " --replace-files --nvm-path '" + (nvm_dir_.path / "x.nvm").string() + "'";
+    if (!has("main-memory") && !has("basic-nvm") && !has("nvm-direct"))
+      files += " --ssd-path '" + (dir_.path / "x.ssd").string() + "'";
+    return tristore::testing_support::run_bench(args + files, dir_.path);
   }
 
   // A restart run of 0.4 s before the crash and 0.4 s after, sampled every 50 ms.

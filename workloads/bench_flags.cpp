@@ -46,7 +46,7 @@ CLI::Option* BenchFlags::refuse_negative(CLI::Option* option, Sign sign) {
   return option;
 }
 
-BenchFlags::BenchFlags(CLI::App& app) {
+BenchFlags::BenchFlags(CLI::App& app) : app_(&app) {
   // A flag given twice takes its last value, so scripts can override their defaults.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   BenchOptions& o = defaults_;
@@ -128,6 +128,64 @@ BenchFlags::BenchFlags(CLI::App& app) {
   app.add_flag("--quiet", quiet_, "no progress lines");
 }
 
+void BenchFlags::refuse_flags_that_do_not_apply(const BenchOptions& o) const {
+  // A flag the run would ignore means the user expects something the run does not do. The tier
+  // sizes and the NVM emulation's latencies and LLC describe the machine: every architecture
+  // accepts them, as the experiment scripts give all five the same machine.
+  const auto refuse_if = [this](bool ignored, const char* flag, std::string_view why) {
+    if (ignored && app_->count(flag) > 0) fail("{}: {}", flag, why);
+  };
+  const Architecture arch = o.config.architecture;
+  const std::string_view arch_name = architecture_name(arch);
+
+  // 1. The architecture's tiers and mechanisms.
+  const std::string no_nvm_file = fmt::format("{} has no NVM file", arch_name);
+  for (const char* flag : {"--nvm-path", "--numa-node", "--nvm-weak-durability"})
+    refuse_if(arch == Architecture::kMainMemory, flag, no_nvm_file);
+  refuse_if(arch == Architecture::kMainMemory, "--checkpoint-interval",
+            "main-memory is volatile: it keeps no log to checkpoint");
+  refuse_if(!uses_nvm(arch), "--wear",
+            arch == Architecture::kSsdBm
+                ? "ssd-bm keeps no pages in NVM (its NVM file holds the log)"
+                : "main-memory has no NVM");
+  const std::string no_ssd = fmt::format("{} has no SSD tier", arch_name);
+  for (const char* flag : {"--ssd-path", "--ssd-write-behind"})
+    refuse_if(!uses_ssd(arch), flag, no_ssd);
+  const std::string three_tier_only =
+      fmt::format("applies to --arch 3tier only, not {}", arch_name);
+  for (const char* flag : {"--admission-set", "--admit-while-free", "--no-cl-grained",
+                           "--no-mini-pages", "--no-swizzling"})
+    refuse_if(arch != Architecture::kThreeTier, flag, three_tier_only);
+  const bool names_a_file_it_uses = (arch != Architecture::kMainMemory && !nvm_path_.empty()) ||
+                                    (uses_ssd(arch) && !ssd_path_.empty());
+  refuse_if(!names_a_file_it_uses, "--replace-files",
+            "no --nvm-path or --ssd-path of this run names a file to replace");
+
+  // 2. The workload's settings.
+  if (o.workload == WorkloadKind::kTpcc) {
+    for (const char* flag : {"--records", "--micro", "--distribution", "--zipf", "--update-ratio",
+                             "--scan-length", "--full-scan", "--fill-factor"})
+      refuse_if(true, flag, "applies to the YCSB workloads only, not tpcc");
+  } else {
+    refuse_if(true, "--warehouses",
+              fmt::format("applies to --workload tpcc only, not {}", workload_));
+    refuse_if(o.ycsb.kind != YcsbKind::kReadWrite, "--update-ratio",
+              fmt::format("applies to --workload ycsb-rw only, not {}", workload_));
+    for (const char* flag : {"--scan-length", "--full-scan"})
+      refuse_if(o.ycsb.kind != YcsbKind::kScan, flag,
+                fmt::format("applies to --workload ycsb-scan only, not {}", workload_));
+    const bool full_scan = o.ycsb.kind == YcsbKind::kScan && o.ycsb.full_scan;
+    for (const char* flag : {"--scan-length", "--distribution", "--zipf"})
+      refuse_if(full_scan, flag, "--full-scan reads the whole table from its first key");
+    refuse_if(o.ycsb.distribution != KeyDistribution::kZipf, "--zipf",
+              fmt::format("applies to --distribution zipf only, not {}", distribution_));
+  }
+
+  // 3. The restart experiment's settings.
+  for (const char* flag : {"--restart-seconds", "--sample-ms"})
+    refuse_if(!o.restart, flag, "applies to --restart only");
+}
+
 BenchOptions BenchFlags::finish() const {
   BenchOptions o = defaults_;
 
@@ -162,6 +220,7 @@ BenchOptions BenchFlags::finish() const {
   o.config.swizzling = !no_swizzling_;
   o.progress = !quiet_;
   o.sample_seconds = sample_ms_ / 1000;
+  refuse_flags_that_do_not_apply(o);
 
   // 2. Files: per-process defaults, removed afterwards; named files are the user's to keep.
   const auto pid = static_cast<long>(::getpid());

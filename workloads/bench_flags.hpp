@@ -26,6 +26,10 @@ class BenchFlags {
     return refuse_negative(option, sign);
   }
   static CLI::Option* refuse_negative(CLI::Option* option, Sign sign);
+  // Throws Error (one line) for a flag given explicitly that the chosen run would ignore.
+  void refuse_flags_that_do_not_apply(const BenchOptions& options) const;
+
+  const CLI::App* app_;  // what was given on the command line, for count()
 
   BenchOptions defaults_;
   std::string arch_ = "3tier";

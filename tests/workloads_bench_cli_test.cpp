@@ -252,3 +252,21 @@ TEST_F(WorkloadsBenchCli, FlagsThatDoNotApplyToTheRunAreRefused) {
           "64MiB --nvm-read-ns 500 --llc 1MiB --quiet");
   EXPECT_EQ(machine.status, 0) << machine.err;
 }
+
+// --dram 0.0001 was refused as "--dram 0: 3tier needs a DRAM budget", and --llc 0.5 ran with
+// this machine's LLC (what 0 means): a size that rounds down to 0 bytes is refused as typed.
+TEST_F(WorkloadsBenchCli, ASizeThatRoundsDownToZeroBytesIsRefusedAsTyped) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--dram 0.0001", "--dram 0.0001: rounds down to 0 bytes"},
+      {"--nvm 0.5B", "--nvm 0.5B: rounds down to 0 bytes"},
+      {"--llc 0.5", "--llc 0.5: rounds down to 0 bytes"},
+      {"--checkpoint-interval 0.9", "--checkpoint-interval 0.9: rounds down to 0 bytes"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const Outcome outcome = run("--records 1000 --ops 10 --warmup 0 " + args + " " + files());
+    EXPECT_EQ(outcome.status, 2) << args;
+    EXPECT_EQ(outcome.err, "tristore-bench: " + expected + "\n") << args;
+  }
+  EXPECT_EQ(run("--dram 0 " + files()).err,
+            "tristore-bench: --dram 0: 3tier needs a DRAM budget\n");
+}

@@ -20,11 +20,17 @@ std::string default_ssd_directory() {
 }
 
 std::uint64_t parse_size_flag(std::string_view flag, const std::string& text) {
+  std::uint64_t bytes = 0;
   try {
-    return parse_size(text);
+    bytes = parse_size(text);
   } catch (const Error& error) {
     fail("{}: {}", flag, error.what());
   }
+  // A fraction of a byte rounds down to 0, which these flags take as "none" or "the default":
+  // not what was typed, and an error about 0 would not show what was.
+  if (bytes == 0 && text.find_first_of("123456789") != std::string::npos)
+    fail("{} {}: rounds down to 0 bytes", flag, text);
+  return bytes;
 }
 
 }  // namespace

@@ -270,3 +270,31 @@ TEST_F(WorkloadsBenchCli, ASizeThatRoundsDownToZeroBytesIsRefusedAsTyped) {
   EXPECT_EQ(run("--dram 0 " + files()).err,
             "tristore-bench: --dram 0: 3tier needs a DRAM budget\n");
 }
+
+// A flag given twice keeps its last value (the experiment scripts override their defaults so),
+// but every value is checked: "--threads 2 --threads x" said "Could not convert: --threads =
+// 2,x", and "--threads x --threads 2" ran without a word about the x.
+TEST_F(WorkloadsBenchCli, EachValueOfAFlagGivenTwiceIsCheckedAndNamedAlone) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--threads 2 --threads x", "--threads must be a positive integer, not x"},
+      {"--threads x --threads 2", "--threads must be a positive integer, not x"},
+      {"--seconds 1 --seconds soon", "--seconds must be a number, not soon"},
+      {"--update-ratio lots --update-ratio 50", "--update-ratio must be a number, not lots"},
+      {"--dram 12XB --dram 16MiB",
+       "--dram: invalid size '12XB': unknown unit 'xb' (use B, KiB, MiB, GiB or TiB)"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const Outcome outcome =
+        run("--workload ycsb-rw --records 1000 --warmup 0 --dram 16MiB --nvm "
+            "16MiB --ssd 64MiB " +
+            args + " " + files());
+    EXPECT_EQ(outcome.status, 2) << args;
+    EXPECT_EQ(outcome.err, "tristore-bench: " + expected + "\n") << args;
+    EXPECT_EQ(outcome.out.find("loading"), std::string::npos) << args;
+  }
+  const Outcome last_wins =
+      run("--records 1000 --warmup 0 --dram 16MiB --nvm 16MiB --ssd 64MiB "
+          "--seconds 100 --seconds 0.1 --quiet " +
+          files());
+  EXPECT_EQ(last_wins.status, 0) << last_wins.err;
+}

@@ -199,7 +199,7 @@ TEST(WorkloadsBenchFlags, OpsZeroIsAnErrorNotTenSeconds) {
 TEST(WorkloadsBenchFlags, UnknownFlagsAndSecondsWithOpsAreParseErrors) {
   EXPECT_THROW(parse({"--frobnicate"}), CLI::ParseError);
   EXPECT_THROW(parse({"--seconds", "3", "--ops", "10"}), CLI::ParseError);
-  EXPECT_THROW(parse({"--records", "many"}), CLI::ParseError);
+  EXPECT_EQ(error_of({"--records", "many"}), "--records must be a positive integer, not many");
 }
 
 TEST(WorkloadsBenchFlags, ALaterFlagOverridesAnEarlierOne) {
@@ -207,6 +207,28 @@ TEST(WorkloadsBenchFlags, ALaterFlagOverridesAnEarlierOne) {
       parse({"--seconds", "3", "--dram", "1GiB", "--seconds", "7", "--dram", "2GiB"});
   EXPECT_DOUBLE_EQ(o.seconds, 7);
   EXPECT_EQ(o.config.dram_bytes, 2ULL << 30);
+}
+
+// Every value of a flag given twice is checked, though the last is kept: a bad earlier value
+// was dropped unseen, a bad last one named with the other ("Could not convert: --threads = 2,x").
+TEST(WorkloadsBenchFlags, EachValueOfAFlagGivenTwiceIsChecked) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--threads", "2", "--threads", "x"}, "--threads must be a positive integer, not x"},
+      {{"--threads", "x", "--threads", "2"}, "--threads must be a positive integer, not x"},
+      {{"--zipf", "abc", "--zipf", "0.5"}, "--zipf must be a number, not abc"},
+      {{"--numa-node", "q", "--numa-node", "0"}, "--numa-node must be an integer, not q"},
+      {{"--admit-while-free", "maybe", "--admit-while-free", "on"},
+       "--admit-while-free must be on or off, not maybe"},
+      {{"--dram", "12XB", "--dram", "1GiB"},
+       "--dram: invalid size '12XB': unknown unit 'xb' (use B, KiB, MiB, GiB or TiB)"},
+      {{"--arch", "4tier", "--arch", "3tier"},
+       "unknown architecture '4tier' (expected 3tier, basic-nvm, nvm-direct, ssd-bm or "
+       "main-memory)"},
+      {{"--workload", "ycsb-x", "--workload", "ycsb-ro"},
+       "unknown workload 'ycsb-x' (expected ycsb-ro, ycsb-rw, ycsb-scan or tpcc)"},
+  };
+  for (const auto& [args, expected] : cases)
+    EXPECT_EQ(error_of(args), expected) << testing::PrintToString(args);
 }
 
 TEST(WorkloadsBenchFlags, FullScanIsSelectable) {

@@ -33,19 +33,29 @@ std::uint64_t parse_size_flag(std::string_view flag, const std::string& text) {
   return bytes;
 }
 
+// Sets the workload named on the command line.
+void set_workload(BenchOptions& o, const std::string& name) {
+  o.workload_name = name;
+  o.workload = name == "tpcc" ? WorkloadKind::kTpcc : WorkloadKind::kYcsb;
+  if (name == "ycsb-ro")
+    o.ycsb.kind = YcsbKind::kReadOnly;
+  else if (name == "ycsb-rw")
+    o.ycsb.kind = YcsbKind::kReadWrite;
+  else if (name == "ycsb-scan")
+    o.ycsb.kind = YcsbKind::kScan;
+  else if (name != "tpcc")
+    fail("unknown workload '{}' (expected ycsb-ro, ycsb-rw, ycsb-scan or tpcc)", name);
+}
+
+void check_size(const std::string& flag, const std::string& text) { parse_size_flag(flag, text); }
+
 }  // namespace
 
-CLI::Option* BenchFlags::refuse_negative(CLI::Option* option, Sign sign) {
-  // Checked on the text, before CLI11 converts it: it wraps "-5" around to
-  // 18446744073709551611 for 64-bit flags and fails without a word about the sign for others.
-  // The Error (not a CLI11 message) leaves app.parse as finish()'s errors leave finish.
-  const std::string name = option->get_name();
+CLI::Option* BenchFlags::check_each(CLI::Option* option, Check check) {
+  const std::string flag = option->get_name();
   option->check(CLI::Validator(
-      [name, sign](std::string& text) -> std::string {
-        const std::size_t first = text.find_first_not_of(" \t");
-        if (first != std::string::npos && text[first] == '-')
-          fail("{} must be a {} integer, not {}", name,
-               sign == kPositive ? "positive" : "non-negative", text);
+      [flag, check = std::move(check)](std::string& text) -> std::string {
+        check(flag, text);
         return "";
       },
       ""));
@@ -53,15 +63,26 @@ CLI::Option* BenchFlags::refuse_negative(CLI::Option* option, Sign sign) {
 }
 
 BenchFlags::BenchFlags(CLI::App& app) : app_(&app) {
-  // A flag given twice takes its last value, so scripts can override their defaults.
+  // A flag given twice takes its last value, so scripts can override their defaults; each
+  // value is checked (check_each).
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   BenchOptions& o = defaults_;
-  app.add_option("--arch", arch_, "3tier|basic-nvm|nvm-direct|ssd-bm|main-memory")
-      ->capture_default_str();
-  app.add_option("--workload", workload_, "ycsb-ro|ycsb-rw|ycsb-scan|tpcc")->capture_default_str();
-  app.add_option("--dram", dram_, "DRAM buffer budget, e.g. 200MiB")->capture_default_str();
-  app.add_option("--nvm", nvm_, "NVM capacity, e.g. 1GiB")->capture_default_str();
-  app.add_option("--ssd", ssd_, "SSD capacity, e.g. 5GiB")->capture_default_str();
+  check_each(app.add_option("--arch", arch_, "3tier|basic-nvm|nvm-direct|ssd-bm|main-memory")
+                 ->capture_default_str(),
+             [](const std::string&, const std::string& text) { parse_architecture(text); });
+  check_each(app.add_option("--workload", workload_, "ycsb-ro|ycsb-rw|ycsb-scan|tpcc")
+                 ->capture_default_str(),
+             [](const std::string&, const std::string& text) {
+               BenchOptions scratch;
+               set_workload(scratch, text);
+             });
+  check_each(
+      app.add_option("--dram", dram_, "DRAM buffer budget, e.g. 200MiB")->capture_default_str(),
+      check_size);
+  check_each(app.add_option("--nvm", nvm_, "NVM capacity, e.g. 1GiB")->capture_default_str(),
+             check_size);
+  check_each(app.add_option("--ssd", ssd_, "SSD capacity, e.g. 5GiB")->capture_default_str(),
+             check_size);
   add_unsigned(app, "--records", o.ycsb.records, "YCSB: number of records", kPositive);
   add_unsigned(app, "--warehouses", o.warehouses, "TPC-C: number of warehouses", kPositive);
   app.add_option("--nvm-path", nvm_path_,
@@ -77,46 +98,63 @@ BenchFlags::BenchFlags(CLI::App& app) : app_(&app) {
                kNonNegative);
   add_unsigned(app, "--nvm-write-ns", o.config.nvm_write_ns,
                "injected latency per NVM line written", kNonNegative);
-  app.add_option("--llc", llc_, "simulated last-level cache size (0: this machine's)")
-      ->capture_default_str();
-  app.add_option("--checkpoint-interval", checkpoint_interval_,
-                 "checkpoint after this much log, e.g. 32MiB (0: a quarter of the log)")
-      ->capture_default_str();
-  app.add_option("--numa-node", o.config.numa_node, "bind NVM to this NUMA node (-1: none)")
-      ->capture_default_str();
+  check_each(app.add_option("--llc", llc_, "simulated last-level cache size (0: this machine's)")
+                 ->capture_default_str(),
+             check_size);
+  check_each(app.add_option("--checkpoint-interval", checkpoint_interval_,
+                            "checkpoint after this much log, e.g. 32MiB (0: a quarter of the log)")
+                 ->capture_default_str(),
+             check_size);
+  converts_to<int>(
+      app.add_option("--numa-node", o.config.numa_node, "bind NVM to this NUMA node (-1: none)")
+          ->capture_default_str(),
+      "an integer");
   add_unsigned(app, "--admission-set", o.config.admission_set_size,
                "NVM admission set entries (0: engine default)", kNonNegative);
-  app.add_option("--admit-while-free", o.config.admit_while_nvm_has_free_slots,
-                 "3tier: admit DRAM evictions to NVM while it has free slots (not in the paper)")
-      ->capture_default_str();
+  converts_to<bool>(
+      app.add_option(
+             "--admit-while-free", o.config.admit_while_nvm_has_free_slots,
+             "3tier: admit DRAM evictions to NVM while it has free slots (not in the paper)")
+          ->capture_default_str(),
+      "on or off");
   add_unsigned(app, "--ssd-write-behind", o.config.ssd_write_behind_pages,
                "SSD page writes queued behind the engine (0: each written before it goes on)",
                kNonNegative);
   app.add_flag("--nvm-weak-durability", o.config.nvm_weak_durability,
                "NVM file neither DAX nor tmpfs: cache-line flushes only, no msync");
-  app.add_option("--distribution", distribution_, "YCSB keys: zipf|uniform|scrambled-zipf")
-      ->capture_default_str();
-  app.add_option("--zipf", o.ycsb.zipf_theta, "Zipf theta for --distribution zipf")
-      ->capture_default_str();
-  app.add_option("--update-ratio", o.ycsb.update_ratio_percent, "ycsb-rw: percent of updates")
-      ->capture_default_str();
+  check_each(
+      app.add_option("--distribution", distribution_, "YCSB keys: zipf|uniform|scrambled-zipf")
+          ->capture_default_str(),
+      [](const std::string&, const std::string& text) { parse_distribution(text); });
+  converts_to<double>(
+      app.add_option("--zipf", o.ycsb.zipf_theta, "Zipf theta for --distribution zipf")
+          ->capture_default_str(),
+      "a number");
+  converts_to<double>(
+      app.add_option("--update-ratio", o.ycsb.update_ratio_percent, "ycsb-rw: percent of updates")
+          ->capture_default_str(),
+      "a number");
   add_unsigned(app, "--scan-length", o.ycsb.max_scan_length,
                "ycsb-scan: scans are of uniform length in [1, N]", kPositive);
   app.add_flag("--full-scan", o.ycsb.full_scan, "ycsb-scan: every scan reads the whole table");
-  app.add_option("--fill-factor", o.ycsb.fill_factor, "B-tree leaf fill after loading")
-      ->capture_default_str();
+  converts_to<double>(
+      app.add_option("--fill-factor", o.ycsb.fill_factor, "B-tree leaf fill after loading")
+          ->capture_default_str(),
+      "a number");
   app.add_flag("--micro", o.ycsb.micro, "YCSB with 8-byte keys and 8-byte values (paper 5.5)");
   add_unsigned(app, "--seed", o.ycsb.seed, "random seed", kNonNegative);
   add_unsigned(app, "--threads", o.threads,
                "worker threads sharing the database (TPC-C: one terminal each)", kPositive);
-  seconds_option_ =
-      app.add_option("--seconds", o.seconds, "measured phase length")->capture_default_str();
+  seconds_option_ = converts_to<double>(
+      app.add_option("--seconds", o.seconds, "measured phase length")->capture_default_str(),
+      "a number");
   ops_option_ = add_unsigned(app, "--ops", o.ops,
                              "measured phase: exactly this many operations instead", kPositive,
                              /*show_default=*/false);
   ops_option_->excludes(seconds_option_);
-  app.add_option("--warmup", o.warmup_seconds, "seconds of unmeasured warm-up")
-      ->capture_default_str();
+  converts_to<double>(app.add_option("--warmup", o.warmup_seconds, "seconds of unmeasured warm-up")
+                          ->capture_default_str(),
+                      "a number");
   app.add_flag("--no-cl-grained", no_cl_grained_, "3tier: load whole pages from NVM");
   app.add_flag("--no-mini-pages", no_mini_pages_, "3tier: no mini pages");
   app.add_flag("--no-swizzling", no_swizzling_, "3tier: no pointer swizzling");
@@ -125,11 +163,15 @@ BenchFlags::BenchFlags(CLI::App& app) : app_(&app) {
   app.add_flag("--restart", o.restart,
                "paper Fig. 17: kill -9 the process running the workload after --seconds, reopen, "
                "time recovery, run the same workload again; throughput sampled throughout");
-  app.add_option("--restart-seconds", o.restart_seconds,
-                 "--restart: how long the workload runs after the restart (0: --seconds)")
-      ->capture_default_str();
-  app.add_option("--sample-ms", sample_ms_, "--restart: throughput sampling interval")
-      ->capture_default_str();
+  converts_to<double>(
+      app.add_option("--restart-seconds", o.restart_seconds,
+                     "--restart: how long the workload runs after the restart (0: --seconds)")
+          ->capture_default_str(),
+      "a number");
+  converts_to<double>(
+      app.add_option("--sample-ms", sample_ms_, "--restart: throughput sampling interval")
+          ->capture_default_str(),
+      "a number");
   app.add_option("--json", o.json_path, "write the result as JSON to this file");
   app.add_flag("--quiet", quiet_, "no progress lines");
 }
@@ -200,20 +242,7 @@ BenchOptions BenchFlags::finish() const {
 
   // 1. Names and sizes.
   o.config.architecture = parse_architecture(arch_);
-  o.workload_name = workload_;
-  if (workload_ == "tpcc") {
-    o.workload = WorkloadKind::kTpcc;
-  } else {
-    o.workload = WorkloadKind::kYcsb;
-    if (workload_ == "ycsb-ro")
-      o.ycsb.kind = YcsbKind::kReadOnly;
-    else if (workload_ == "ycsb-rw")
-      o.ycsb.kind = YcsbKind::kReadWrite;
-    else if (workload_ == "ycsb-scan")
-      o.ycsb.kind = YcsbKind::kScan;
-    else
-      fail("unknown workload '{}' (expected ycsb-ro, ycsb-rw, ycsb-scan or tpcc)", workload_);
-  }
+  set_workload(o, workload_);
   o.ycsb.distribution = parse_distribution(distribution_);
   o.config.dram_bytes = parse_size_flag("--dram", dram_);
   o.config.nvm_bytes = parse_size_flag("--nvm", nvm_);

@@ -298,3 +298,42 @@ TEST_F(WorkloadsBenchCli, EachValueOfAFlagGivenTwiceIsCheckedAndNamedAlone) {
           files());
   EXPECT_EQ(last_wins.status, 0) << last_wins.err;
 }
+
+// A --json path that cannot be written was reported only after the whole run. It is checked
+// before anything loads, and not created then (a failed run leaves no empty file).
+TEST_F(WorkloadsBenchCli, AJsonPathThatCannotBeWrittenIsRefusedBeforeTheRun) {
+  const std::string missing = (dir_ / "missing" / "result.json").string();
+  std::vector<std::pair<std::string, std::string>> cases = {
+      {"'" + missing + "'",
+       "--json " + missing + ": there is no directory " + (dir_ / "missing").string()},
+      {"'" + dir_.string() + "'", "--json " + dir_.string() + ": is a directory"},
+      {"''", "--json: the path is empty"},
+  };
+  const std::filesystem::path locked = dir_ / "locked";
+  std::filesystem::create_directory(locked);
+  std::filesystem::permissions(
+      locked, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
+  if (::geteuid() != 0)  // root writes there all the same
+    cases.push_back({"'" + (locked / "r.json").string() + "'",
+                     "--json " + (locked / "r.json").string() + ": cannot create it in " +
+                         locked.string() + ": Permission denied"});
+  for (const auto& [json, expected] : cases) {
+    const Outcome outcome =
+        run("--records 1000 --ops 10 --warmup 0 --dram 16MiB --nvm 16MiB --ssd 64MiB --json " +
+            json + " " + files());
+    EXPECT_EQ(outcome.status, 2) << json;
+    EXPECT_EQ(outcome.err, "tristore-bench: " + expected + "\n") << json;
+    EXPECT_EQ(outcome.out.find("loading"), std::string::npos) << json << ": refused only then";
+  }
+  std::filesystem::permissions(locked, std::filesystem::perms::owner_all);
+
+  // A run that fails after the check leaves no file behind.
+  const std::string json = (dir_ / "result.json").string();
+  const Outcome failed =
+      run("--records 1000 --ops 10 --warmup 0 --dram 16MiB --nvm 16MiB --ssd "
+          "64MiB --json '" +
+          json + "' --nvm-path /dev/null --ssd-path '" + (dir_ / "x.ssd").string() +
+          "' --replace-files");
+  EXPECT_NE(failed.status, 0);
+  EXPECT_FALSE(std::filesystem::exists(json));
+}

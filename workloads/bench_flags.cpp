@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <system_error>
 #include <tuple>
@@ -45,6 +47,28 @@ void set_workload(BenchOptions& o, const std::string& name) {
     o.ycsb.kind = YcsbKind::kScan;
   else if (name != "tpcc")
     fail("unknown workload '{}' (expected ycsb-ro, ycsb-rw, ycsb-scan or tpcc)", name);
+}
+
+// The result file is checked before the run, which may take long, rather than found unwritable
+// after it. Without creating it, so that a run that fails leaves no empty file behind;
+// write_json still reports what goes wrong later (a full disk, a directory removed meanwhile).
+void check_json_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (path.empty()) fail("--json: the path is empty");
+  std::error_code error;
+  const fs::file_status status = fs::status(path, error);
+  if (fs::is_directory(status)) fail("--json {}: is a directory", path);
+  if (fs::exists(status)) {
+    if (::access(path.c_str(), W_OK) != 0)
+      fail("--json {}: cannot write it: {}", path, std::strerror(errno));
+    return;
+  }
+  const fs::path parent = fs::path(path).parent_path();
+  const fs::path directory = parent.empty() ? fs::path(".") : parent;
+  if (!fs::is_directory(directory, error))
+    fail("--json {}: there is no directory {}", path, directory.string());
+  if (::access(directory.c_str(), W_OK | X_OK) != 0)
+    fail("--json {}: cannot create it in {}: {}", path, directory.string(), std::strerror(errno));
 }
 
 void check_size(const std::string& flag, const std::string& text) { parse_size_flag(flag, text); }
@@ -280,6 +304,7 @@ BenchOptions BenchFlags::finish() const {
       fail("{} {} exists: pass --replace-files to discard what it holds, or name a new file", flag,
            path);
   }
+  if (app_->count("--json") > 0) check_json_path(o.json_path);
   o.config.open_mode = replace_files_ || (nvm_path_.empty() && ssd_path_.empty())
                            ? OpenMode::kCreateReplacing
                            : OpenMode::kCreateNew;

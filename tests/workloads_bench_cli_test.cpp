@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -336,4 +337,21 @@ TEST_F(WorkloadsBenchCli, AJsonPathThatCannotBeWrittenIsRefusedBeforeTheRun) {
           "' --replace-files");
   EXPECT_NE(failed.status, 0);
   EXPECT_FALSE(std::filesystem::exists(json));
+}
+
+// A DRAM budget beyond the machine's RAM was accepted: it cannot fit.
+TEST_F(WorkloadsBenchCli, ADramBudgetBeyondTheMachinesRamIsRefused) {
+  const auto ram = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
+                   static_cast<std::uint64_t>(::sysconf(_SC_PAGE_SIZE));
+  const std::string too_much = std::to_string(ram + 1024 * 1024);
+  for (const char* arch : {"main-memory", "3tier"}) {
+    const Outcome outcome =
+        run(std::string("--arch ") + arch + " --records 1000 --ops 10 --warmup 0 --dram " +
+            too_much + " " + files_of(arch));
+    EXPECT_EQ(outcome.status, 2) << arch << ": " << outcome.err;
+    const std::string start = "tristore-bench: --dram " + too_much + ": more than this machine's ";
+    EXPECT_EQ(outcome.err.rfind(start, 0), 0U) << outcome.err;
+    EXPECT_TRUE(outcome.err.ends_with(" of RAM\n")) << outcome.err;
+    EXPECT_EQ(outcome.err.find('\n'), outcome.err.size() - 1) << outcome.err;
+  }
 }

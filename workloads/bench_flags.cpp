@@ -71,6 +71,13 @@ void check_json_path(const std::string& path) {
     fail("--json {}: cannot create it in {}: {}", path, directory.string(), std::strerror(errno));
 }
 
+std::uint64_t physical_ram_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page_bytes = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_bytes <= 0) return 0;  // unknown
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_bytes);
+}
+
 void check_size(const std::string& flag, const std::string& text) { parse_size_flag(flag, text); }
 
 }  // namespace
@@ -269,6 +276,10 @@ BenchOptions BenchFlags::finish() const {
   set_workload(o, workload_);
   o.ycsb.distribution = parse_distribution(distribution_);
   o.config.dram_bytes = parse_size_flag("--dram", dram_);
+  // A DRAM budget is memory the run may fill: more than the machine has cannot fit, and would
+  // fail (or summon the OOM killer) only once the data grew that far.
+  if (const std::uint64_t ram = physical_ram_bytes(); ram != 0 && o.config.dram_bytes > ram)
+    fail("--dram {}: more than this machine's {} of RAM", dram_, human_size(ram));
   o.config.nvm_bytes = parse_size_flag("--nvm", nvm_);
   o.config.ssd_bytes = parse_size_flag("--ssd", ssd_);
   o.config.llc_bytes = parse_size_flag("--llc", llc_);

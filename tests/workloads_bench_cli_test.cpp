@@ -355,3 +355,20 @@ TEST_F(WorkloadsBenchCli, ADramBudgetBeyondTheMachinesRamIsRefused) {
     EXPECT_EQ(outcome.err.find('\n'), outcome.err.size() - 1) << outcome.err;
   }
 }
+
+// "--full-scan=2" ran as --full-scan, "--quiet=foo --quiet" ran quietly, "--quiet=foo" said
+// "Could not convert: --quiet = foo": a switch given a value is refused, naming it.
+TEST_F(WorkloadsBenchCli, ASwitchGivenAValueIsRefused) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--workload ycsb-scan --full-scan=2", "--full-scan takes no value, not 2"},
+      {"--quiet=foo --quiet", "--quiet takes no value, not foo"},
+      {"--wear=no", "--wear takes no value, not no"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const Outcome outcome =
+        run("--records 1000 --ops 10 --warmup 0 --dram 16MiB --nvm 16MiB --ssd 64MiB " + args +
+            " " + files());
+    EXPECT_EQ(outcome.status, 2) << args;
+    EXPECT_EQ(outcome.err, "tristore-bench: " + expected + "\n") << args;
+  }
+}

@@ -205,6 +205,15 @@ BenchFlags::BenchFlags(CLI::App& app) : app_(&app) {
       "a number");
   app.add_option("--json", o.json_path, "write the result as JSON to this file");
   app.add_flag("--quiet", quiet_, "no progress lines");
+
+  // A switch takes no value: CLI11 read "--full-scan=2" as on, and "--quiet=foo" failed as
+  // "Could not convert" (or, given before a plain --quiet, not at all). "true" is what a plain
+  // switch holds.
+  for (CLI::Option* option : app.get_options())
+    if (option->get_expected_max() == 0 && option != app.get_help_ptr())
+      check_each(option, [](const std::string& flag, const std::string& text) {
+        if (text != "true") fail("{} takes no value, not {}", flag, text);
+      });
 }
 
 void BenchFlags::refuse_flags_that_do_not_apply(const BenchOptions& o) const {

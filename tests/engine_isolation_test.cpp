@@ -7,8 +7,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <set>
@@ -248,6 +251,97 @@ TEST_P(Isolation, ScansMeetTheLockOfARowAnOpenTransactionRemoved) {
   }
   EXPECT_FALSE(accounts.get(kRows / 2, seen));
   EXPECT_TRUE(accounts.get(0, seen) && accounts.get(kRows - 1, seen));
+}
+
+// Scans beside transactions that remove and insert rows and then abort: the table as committed
+// never changes, so every scan, outside a transaction or in one, sees exactly the loaded rows
+// from where it starts, or meets a lock (LockConflict) and is tried again. Two threads abort,
+// two scan (more threads than the machine's two cores); the seed is printed.
+TEST_P(Isolation, ScansBesideAbortedRemovesAndInsertsSeeOnlyCommittedRows) {
+  const std::uint64_t seed = testing_support::test_seed();
+  constexpr std::uint64_t kRows = 600;  // keys 0, 2, 4, ...; odd keys are inserted, then aborted
+  constexpr std::uint64_t kScanRows = 24;
+  constexpr int kScans = 3000;             // at least, per scanning thread
+  constexpr std::uint64_t kAborts = 3000;  // at least, by the two aborting threads
+  auto db = open();
+  auto accounts = db->create_table<std::uint64_t, Account>("accounts");
+  for (std::uint64_t k = 0; k < kRows; ++k)
+    ASSERT_TRUE(accounts.insert(2 * k, {static_cast<std::int64_t>(k), 0}));
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> aborted{0}, scanned{0}, conflicts{0};
+  std::mutex failures_latch;
+  std::vector<std::string> failures;
+  const auto aborter = [&](std::uint64_t thread_seed) {
+    std::mt19937_64 random(thread_seed);
+    while (!stop.load() || aborted.load() < kAborts) {
+      try {
+        Transaction txn = db->begin();
+        for (int i = 0; i < 3; ++i) {
+          const std::uint64_t k = random() % kRows;
+          if (random() % 2 == 0)
+            accounts.remove(txn, 2 * k);
+          else
+            accounts.insert(txn, 2 * k + 1, {-1, 0});
+        }
+        txn.abort();
+        aborted.fetch_add(1);
+      } catch (const LockConflict&) {  // the transaction's destructor aborts it
+      }
+    }
+  };
+  const auto scanner = [&](std::uint64_t thread_seed, bool in_transaction) {
+    std::mt19937_64 random(thread_seed);
+    // On until the aborters have done their share too, so that both overlap.
+    for (int round = 0; round < kScans || aborted.load() < kAborts; ++round) {
+      const std::uint64_t from = random() % (2 * kRows);
+      std::uint64_t next = (from + 1) / 2;  // the first row at or after `from`
+      const std::uint64_t first = next;
+      std::string wrong;
+      const auto visit = [&](const std::uint64_t& key, const Account& row) {
+        if (wrong.empty() && (key != 2 * next || row.balance != static_cast<std::int64_t>(next)))
+          wrong =
+              "key " + std::to_string(key) + " where row " + std::to_string(2 * next) + " was due";
+        ++next;
+        return true;
+      };
+      try {
+        std::optional<Transaction> txn;
+        if (in_transaction) txn.emplace(db->begin());
+        const std::size_t seen = txn ? accounts.scan(*txn, from, kScanRows, visit)
+                                     : accounts.scan(from, kScanRows, visit);
+        if (txn) txn->commit();
+        const std::size_t due = std::min(kScanRows, kRows - first);
+        if (wrong.empty() && seen != due)
+          wrong = std::to_string(seen) + " rows where " + std::to_string(due) + " were due";
+        if (!wrong.empty()) {
+          const std::lock_guard latched(failures_latch);
+          failures.push_back(std::string(in_transaction ? "in" : "outside") +
+                             " a transaction, scan from " + std::to_string(from) + ": " + wrong);
+        }
+        scanned.fetch_add(1);
+      } catch (const LockConflict&) {
+        conflicts.fetch_add(1);
+      }
+    }
+  };
+  std::vector<std::thread> aborters;
+  for (std::uint64_t t = 0; t < 2; ++t) aborters.emplace_back(aborter, seed + t);
+  std::thread outside(scanner, seed + 2, false);
+  std::thread inside(scanner, seed + 3, true);
+  outside.join();
+  inside.join();
+  stop = true;
+  for (std::thread& thread : aborters) thread.join();
+  std::printf("seed %llu: %llu scans, %llu conflicts, %llu transactions aborted\n",
+              static_cast<unsigned long long>(seed),
+              static_cast<unsigned long long>(scanned.load()),
+              static_cast<unsigned long long>(conflicts.load()),
+              static_cast<unsigned long long>(aborted.load()));
+  EXPECT_TRUE(failures.empty()) << failures.size()
+                                << " scans saw uncommitted rows, the first: " << failures.front()
+                                << " (TRISTORE_SEED=" << seed << ")";
+  EXPECT_GT(scanned.load(), 0u);
+  EXPECT_GT(aborted.load(), 0u);
 }
 
 // Several open transactions, interleaved at random on one thread, move money between accounts;

@@ -89,17 +89,28 @@ class BTree {
   BTree(Access& access, Swip& root, StructureVersion* structure)
       : access_(access), root_(root), structure_(structure) {}
 
-  bool lookup(const K& key, V& out) { return lookup_part(key, 0, sizeof(V), &out); }
+  struct NothingOnRead {
+    void operator()() const {}
+  };
+  template <typename OnRead = NothingOnRead>
+  bool lookup(const K& key, V& out, OnRead&& on_read = {}) {
+    return lookup_part(key, 0, sizeof(V), &out, on_read);
+  }
 
-  // Copies value bytes [offset, offset + length) of `key` to `out`.
-  bool lookup_part(const K& key, std::uint32_t offset, std::uint32_t length, void* out) {
+  // Copies value bytes [offset, offset + length) of `key` to `out`. on_read() runs after the
+  // search, found or not, while the leaf is still held or within the read that is validated
+  // (BTreeTable checks the row's lock there: no change of the row comes in between). It must
+  // not throw, and may run more than once.
+  template <typename OnRead = NothingOnRead>
+  bool lookup_part(const K& key, std::uint32_t offset, std::uint32_t length, void* out,
+                   OnRead&& on_read = {}) {
     assert(offset + length <= sizeof(V));
     auto copy = [&](Guard& leaf, std::uint32_t count) {
       Position at = search(leaf, count, key);
-      if (!at.found) return false;
-      if (length > 0)
+      if (at.found && length > 0)
         std::memcpy(out, leaf.read(Leaf::value_offset(at.index) + offset, length), length);
-      return true;
+      on_read();
+      return at.found;
     };
     std::uint32_t count;
     if constexpr (kOptimisticLeafReads) {
@@ -191,7 +202,8 @@ class BTree {
     K next = from;
     while (visited < limit) {
       std::optional<K> fence;  // the smallest key above this leaf's range
-      std::size_t n = copy_leaf_from(next, limit - visited, batch, fence, [](const K&) {});
+      std::size_t n = copy_leaf_from(
+          next, limit - visited, batch, fence, [](const K&) {}, [](std::size_t) {});
       for (std::size_t e = 0; e < n; ++e) {
         K k;
         V v;
@@ -207,11 +219,13 @@ class BTree {
 
   // One leaf of a scan: the entries with key >= from in the leaf that holds `from`, at most
   // `limit`, copied into batch (key, value, key, value...), and in `fence` the smallest key
-  // above the leaf's range (none: the last leaf). on_copied(key) runs for each entry copied
-  // while the leaf is still held (BTreeTable locks the rows there).
-  template <typename OnCopied>
+  // above the leaf's range (none: the last leaf). on_copied(key) runs for each entry copied,
+  // and all_copied(n) after the last, while the leaf is still held (BTreeTable locks the rows
+  // there, and the rows removed from what the copy covered).
+  template <typename OnCopied, typename AllCopied>
   std::size_t copy_leaf_from(const K& from, std::size_t limit, std::vector<std::byte>& batch,
-                             std::optional<K>& fence, OnCopied&& on_copied) {
+                             std::optional<K>& fence, OnCopied&& on_copied,
+                             AllCopied&& all_copied) {
     K above{};
     bool bounded = false;
     Guard node = leaf_to_copy(from, above, bounded);
@@ -237,6 +251,7 @@ class BTree {
       std::memcpy(&key, out, sizeof(K));
       on_copied(static_cast<const K&>(key));
     }
+    all_copied(n);
     return n;
   }
 

@@ -70,13 +70,15 @@ class BTreeTable final : public TableInterface<K, V> {
   std::uint32_t table_id() const override { return table_id_; }
 
   // Reads in a transaction lock the row shared first; reads outside one fail on a row an open
-  // transaction changed (engine/lock_manager.hpp), checked after the read: a change beside it
-  // takes its lock before it writes, and no abort runs meanwhile, so a row read before its
-  // changer's lock is still as committed (reading_row).
+  // transaction changed (engine/lock_manager.hpp), checked while the leaf is still held
+  // (reading_row).
   bool get(TransactionState* txn, const K& key, V& out) override {
     return reading(
         txn, kRestartable,
-        [&](auto& tree) { return reading_row(txn, key, [&] { return tree.lookup(key, out); }); },
+        [&](auto& tree) {
+          return reading_row(txn, key,
+                             [&](const auto& on_read) { return tree.lookup(key, out, on_read); });
+        },
         &key);
   }
   bool get_part(TransactionState* txn, const K& key, std::size_t offset, std::size_t length,
@@ -84,9 +86,9 @@ class BTreeTable final : public TableInterface<K, V> {
     check_part(offset, length);
     return reading(txn, kRestartable,
                    [&](auto& tree) {
-                     return reading_row(txn, key, [&] {
+                     return reading_row(txn, key, [&](const auto& on_read) {
                        return tree.lookup_part(key, static_cast<std::uint32_t>(offset),
-                                               static_cast<std::uint32_t>(length), out);
+                                               static_cast<std::uint32_t>(length), out, on_read);
                      });
                    },
                    &key, {static_cast<std::uint32_t>(offset), static_cast<std::uint32_t>(length)});
@@ -267,15 +269,30 @@ class BTreeTable final : public TableInterface<K, V> {
     return true;
   }
 
+  // read(on_read) reads the row, calling on_read while its leaf is held (BTree::lookup_part).
+  // Outside a transaction the row's lock is checked there: a change of the row needs the leaf,
+  // so a lock found free then means the bytes read were committed (a check after the leaf is
+  // let go could find the lock of a transaction free that had changed the row again and
+  // committed meanwhile: the bytes read were never committed).
   template <typename Read>
   bool reading_row(TransactionState* txn, const K& key, Read&& read) {
     if (txn != nullptr) {
       lock_row(txn, key, LockMode::kShared);
-      return read();
+      return read(typename BTree<K, V, Access>::NothingOnRead{});
     }
     for (;;) {
-      const bool found = read();
-      if (lock_row(nullptr, key, LockMode::kShared)) return found;
+      bool row_free = true;
+      std::exception_ptr conflict;  // thrown once the leaf is let go
+      const bool found = read([&] {
+        try {
+          row_free = lock_row(nullptr, key, LockMode::kShared);
+          conflict = nullptr;
+        } catch (const LockConflict&) {
+          conflict = std::current_exception();
+        }
+      });
+      if (conflict != nullptr) std::rethrow_exception(conflict);
+      if (row_free) return found;
       // Its changer waits for nothing and lets go once its commit is durable.
       transactions_.locks().wait_while_brief(row_lock_name(key));
     }
@@ -399,26 +416,31 @@ class BTreeTable final : public TableInterface<K, V> {
             txn, kRestartable,
             [&](auto& tree) {
               std::optional<K> leaf_fence;
-              const std::size_t n =
-                  tree.copy_leaf_from(next, wanted, batch, leaf_fence, [&](const K& key) {
-                    if (!lock_row(txn, key, LockMode::kShared)) throw RowBusy{key};
-                  });
-              more = leaf_fence.has_value();
-              if (more) fence = *leaf_fence;
               // What the copy covered: to its last row where it stopped inside the leaf, else
-              // to the next leaf's fence or the table's end.
-              if (removed_rows_.any()) {
+              // to the next leaf's fence or the table's end; its removed rows are locked while
+              // the leaf is held, so no remove, reinsert and commit of one comes in between.
+              const auto lock_removed = [&](std::size_t n) {
+                if (!removed_rows_.any()) [[likely]]
+                  return;
                 const bool inside = n == wanted;
                 K last_copied = next;
                 if (inside) {
                   V value;
                   BTree<K, V, Access>::batch_entry(batch, n - 1, last_copied, value);
                 }
-                const K* high = inside ? &last_copied : more ? &fence : nullptr;
+                const K* high = inside ? &last_copied : leaf_fence ? &*leaf_fence : nullptr;
                 if (const std::optional<K> busy =
                         lock_removed_rows(txn, next, !resumed, high, inside))
                   throw RowBusy{*busy};
-              }
+              };
+              const std::size_t n = tree.copy_leaf_from(
+                  next, wanted, batch, leaf_fence,
+                  [&](const K& key) {
+                    if (!lock_row(txn, key, LockMode::kShared)) throw RowBusy{key};
+                  },
+                  lock_removed);
+              more = leaf_fence.has_value();
+              if (more) fence = *leaf_fence;
               return n;
             },
             &next, kNoValue, kWholeLeaf);

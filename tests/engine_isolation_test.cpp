@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -342,6 +343,67 @@ TEST_P(Isolation, ScansBesideAbortedRemovesAndInsertsSeeOnlyCommittedRows) {
                                 << " (TRISTORE_SEED=" << seed << ")";
   EXPECT_GT(scanned.load(), 0u);
   EXPECT_GT(aborted.load(), 0u);
+}
+
+// Point reads outside transactions beside transactions that change a row twice before they
+// commit: the first value (-1) is never committed, so no read may return it. Found by an
+// outside audit: the read checked the row's lock after it had let go of the leaf, where the
+// writer could change the row again and commit in between, so the lock was free and the
+// never-committed value returned. Three threads write, three read; the seed is printed.
+TEST_P(Isolation, PointReadsOutsideTransactionsNeverSeeAnIntermediateValue) {
+  const std::uint64_t seed = testing_support::test_seed();
+  constexpr std::uint64_t kKeys = 4;
+  constexpr std::uint64_t kReads = 60000;   // at least, per reading thread
+  constexpr std::uint64_t kCommits = 3000;  // at least, by the writing threads
+  auto db = open();
+  auto accounts = db->create_table<std::uint64_t, Account>("accounts");
+  for (std::uint64_t k = 0; k < kKeys; ++k) ASSERT_TRUE(accounts.insert(k, {0, 0}));
+  std::atomic<std::uint64_t> commits{0}, reads{0}, intermediate{0};
+  std::atomic<int> readers_done{0};
+  const auto writer = [&](std::uint64_t thread_seed) {
+    std::mt19937_64 random(thread_seed);
+    while (readers_done.load() < 3 || commits.load() < kCommits) {
+      const std::uint64_t k = random() % kKeys;
+      try {
+        Transaction txn = db->begin();
+        Account row;
+        if (!accounts.get(txn, k, row)) continue;
+        accounts.update(txn, k, {-1, 0});
+        accounts.update(txn, k, {row.balance + 1, 0});
+        txn.commit();
+        commits.fetch_add(1);
+      } catch (const LockConflict&) {
+      }
+    }
+  };
+  const auto reader = [&](std::uint64_t thread_seed) {
+    std::mt19937_64 random(thread_seed);
+    for (std::uint64_t n = 0; n < kReads || commits.load() < kCommits; ++n) {
+      const std::uint64_t k = random() % kKeys;
+      try {
+        Account row{};
+        std::int64_t balance = 0;
+        const bool found = n % 2 == 0 ? accounts.get(k, row)
+                                      : accounts.get_part(k, offsetof(Account, balance),
+                                                          sizeof(balance), &balance);
+        if (n % 2 == 0) balance = row.balance;
+        if (!found || balance < 0) intermediate.fetch_add(1);
+        reads.fetch_add(1);
+      } catch (const LockConflict&) {
+      }
+    }
+    readers_done.fetch_add(1);
+  };
+  std::vector<std::thread> threads;
+  for (std::uint64_t t = 0; t < 3; ++t) threads.emplace_back(writer, seed + t);
+  for (std::uint64_t t = 3; t < 6; ++t) threads.emplace_back(reader, seed + t);
+  for (std::thread& thread : threads) thread.join();
+  std::printf("seed %llu: %llu reads, %llu commits\n", static_cast<unsigned long long>(seed),
+              static_cast<unsigned long long>(reads.load()),
+              static_cast<unsigned long long>(commits.load()));
+  EXPECT_EQ(intermediate.load(), 0u)
+      << "reads returned a value never committed (TRISTORE_SEED=" << seed << ")";
+  EXPECT_GT(reads.load(), 0u);
 }
 
 // Several open transactions, interleaved at random on one thread, move money between accounts;

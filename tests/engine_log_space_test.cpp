@@ -69,6 +69,19 @@ UndoFill fill_undo_until_error(RowTable& table, Transaction& txn) {
   return fill;
 }
 
+// Rows of 24 bytes, so the undo grows in small steps, and the NVM that holds their tables.
+using SmallRow = std::array<std::uint8_t, 24>;
+SmallRow make_small_row(std::uint64_t key, std::uint64_t version) {
+  SmallRow row;
+  row.fill(static_cast<std::uint8_t>(key * 7 + version));
+  return row;
+}
+Config small_rows_config(Architecture arch, const testing_support::DatabaseFiles& files) {
+  Config config = config_for(arch, files, true);
+  config.nvm_bytes = arch == Architecture::kNvmDirect ? 20 * kMiB : 10 * kMiB;
+  return config;
+}
+
 class EngineLogSpace : public testing::TestWithParam<Architecture> {};
 
 TEST_P(EngineLogSpace, TransactionLoggingMoreThanTheLogHoldsCommits) {
@@ -215,27 +228,19 @@ TEST_P(EngineLogSpace, LiveUndoThatFillsTheLogIsAClearErrorAndTheTransactionCanS
 // after a crash or a close every open_table of the table failed the same way, for ever. Now
 // the abort succeeds, the other thread's commits stay, and the table reopens.
 TEST_P(EngineLogSpace, LiveUndoFilledBesideOtherCommitsCanStillAbortAndReopen) {
-  // Small rows, so the undo grows in small steps.
-  using Small = std::array<std::uint8_t, 24>;
-  const auto small_row = [](std::uint64_t key, std::uint64_t version) {
-    Small row;
-    row.fill(static_cast<std::uint8_t>(key * 7 + version));
-    return row;
-  };
   constexpr std::uint64_t kRows = 40000, kOtherKeys = 64;
   const Architecture arch = GetParam();
   testing_support::DatabaseFiles files("tristore-log-space");
-  Config config = config_for(arch, files, true);
-  config.nvm_bytes = arch == Architecture::kNvmDirect ? 20 * kMiB : 10 * kMiB;
+  Config config = small_rows_config(arch, files);
   // Checkpoints only when the log is full: right after one the changes beside have room to
   // spare, and the undo grew there past what an undo step needs.
   config.checkpoint_interval_bytes = 1 << 30;
   auto db = Database::open(config);
-  auto table = db->create_table<std::uint64_t, Small>("rows");
-  std::map<std::uint64_t, Small> model;
+  auto table = db->create_table<std::uint64_t, SmallRow>("rows");
+  std::map<std::uint64_t, SmallRow> model;
   for (std::uint64_t i = 0; i < kRows; ++i) {
-    ASSERT_TRUE(table.insert(2 * i, small_row(2 * i, 0)));
-    model[2 * i] = small_row(2 * i, 0);
+    ASSERT_TRUE(table.insert(2 * i, make_small_row(2 * i, 0)));
+    model[2 * i] = make_small_row(2 * i, 0);
   }
   // The other thread inserts, then updates, odd keys; the long transaction has the even ones.
   std::atomic<bool> stop{false};
@@ -243,7 +248,7 @@ TEST_P(EngineLogSpace, LiveUndoFilledBesideOtherCommitsCanStillAbortAndReopen) {
   std::thread other([&] {
     for (std::uint64_t n = 0; !stop.load(); ++n) {
       const std::uint64_t key = 2 * (n % kOtherKeys) + 1;
-      const Small row = small_row(key, 1000 + n);
+      const SmallRow row = make_small_row(key, 1000 + n);
       try {
         Transaction txn = db->begin();
         if (n < kOtherKeys ? table.insert(txn, key, row) : table.update(txn, key, row)) {
@@ -263,7 +268,7 @@ TEST_P(EngineLogSpace, LiveUndoFilledBesideOtherCommitsCanStillAbortAndReopen) {
   try {
     for (std::uint64_t version = 1;; ++version)
       for (std::uint64_t key = 0; key < 2 * kRows; key += 2, ++updates)
-        ASSERT_TRUE(table.update(txn, key, small_row(key, version))) << key;
+        ASSERT_TRUE(table.update(txn, key, make_small_row(key, version))) << key;
   } catch (const Error& error) {
     message = error.what();
   }
@@ -282,9 +287,9 @@ TEST_P(EngineLogSpace, LiveUndoFilledBesideOtherCommitsCanStillAbortAndReopen) {
               static_cast<unsigned long long>(counters.changes_beside));
   ASSERT_EQ(abort_error, "") << "the abort failed";
   EXPECT_GT(counters.changes_beside, 0u) << "nothing ran beside: the test tested nothing";
-  const auto expect_model = [&](Table<std::uint64_t, Small>& rows) {
+  const auto expect_model = [&](Table<std::uint64_t, SmallRow>& rows) {
     std::size_t seen = 0;
-    rows.scan(0, SIZE_MAX, [&](const std::uint64_t& key, const Small& row) {
+    rows.scan(0, SIZE_MAX, [&](const std::uint64_t& key, const SmallRow& row) {
       const auto it = model.find(key);
       EXPECT_TRUE(it != model.end() && it->second == row) << "key " << key;
       ++seen;
@@ -293,11 +298,11 @@ TEST_P(EngineLogSpace, LiveUndoFilledBesideOtherCommitsCanStillAbortAndReopen) {
     EXPECT_EQ(seen, model.size());
   };
   expect_model(table);
-  table = Table<std::uint64_t, Small>(nullptr);
+  table = Table<std::uint64_t, SmallRow>(nullptr);
   db.reset();
   config.open_mode = OpenMode::kOpenExisting;
   db = Database::open(config);
-  auto reopened = db->open_table<std::uint64_t, Small>("rows");
+  auto reopened = db->open_table<std::uint64_t, SmallRow>("rows");
   expect_model(reopened);
 }
 
@@ -315,27 +320,21 @@ struct WideKey {
 // largest undo step of any table changed so far: before, it kept room for its own table's,
 // and the first transaction's abort failed with "log full" (so would restart have, for ever).
 TEST_P(EngineLogSpace, UndoOnADeepTableHasRoomAfterChangesOfAShallowOne) {
-  using Small = std::array<std::uint8_t, 24>;
   const auto wide_key = [](std::uint64_t id) {
     WideKey key{id, {}};
     key.filler.fill(static_cast<std::uint8_t>(id));
     return key;
   };
-  const auto small_row = [](std::uint64_t key, std::uint64_t version) {
-    Small row;
-    row.fill(static_cast<std::uint8_t>(key * 7 + version));
-    return row;
-  };
   constexpr std::uint64_t kDeepRows = 400, kShallowRows = 40;
   const Architecture arch = GetParam();
   testing_support::DatabaseFiles files("tristore-log-space");
-  Config config = config_for(arch, files, true);
-  config.nvm_bytes = arch == Architecture::kNvmDirect ? 20 * kMiB : 10 * kMiB;
+  Config config = small_rows_config(arch, files);
   auto db = Database::open(config);
   auto deep = db->create_table<WideKey, std::uint64_t>("deep");
-  auto shallow = db->create_table<std::uint64_t, Small>("shallow");
+  auto shallow = db->create_table<std::uint64_t, SmallRow>("shallow");
   for (std::uint64_t i = 0; i < kDeepRows; ++i) ASSERT_TRUE(deep.insert(wide_key(i), i));
-  for (std::uint64_t i = 0; i < kShallowRows; ++i) ASSERT_TRUE(shallow.insert(i, small_row(i, 0)));
+  for (std::uint64_t i = 0; i < kShallowRows; ++i)
+    ASSERT_TRUE(shallow.insert(i, make_small_row(i, 0)));
   Transaction on_deep = db->begin();
   ASSERT_TRUE(deep.update(on_deep, wide_key(kDeepRows / 2), 7));
   Transaction on_shallow = db->begin();
@@ -344,7 +343,7 @@ TEST_P(EngineLogSpace, UndoOnADeepTableHasRoomAfterChangesOfAShallowOne) {
   try {
     for (std::uint64_t version = 1;; ++version)
       for (std::uint64_t key = 0; key < kShallowRows; ++key, ++updates)
-        ASSERT_TRUE(shallow.update(on_shallow, key, small_row(key, version))) << key;
+        ASSERT_TRUE(shallow.update(on_shallow, key, make_small_row(key, version))) << key;
   } catch (const Error& error) {
     message = error.what();
   }
@@ -360,24 +359,24 @@ TEST_P(EngineLogSpace, UndoOnADeepTableHasRoomAfterChangesOfAShallowOne) {
   }
   ASSERT_EQ(abort_error, "") << "an abort failed";
   const auto expect_loaded = [&](Table<WideKey, std::uint64_t>& deep_rows,
-                                 Table<std::uint64_t, Small>& shallow_rows) {
+                                 Table<std::uint64_t, SmallRow>& shallow_rows) {
     for (std::uint64_t i = 0; i < kDeepRows; ++i) {
       std::uint64_t value = 0;
       EXPECT_TRUE(deep_rows.get(wide_key(i), value) && value == i) << "deep " << i;
     }
     for (std::uint64_t i = 0; i < kShallowRows; ++i) {
-      Small row{};
-      EXPECT_TRUE(shallow_rows.get(i, row) && row == small_row(i, 0)) << "shallow " << i;
+      SmallRow row{};
+      EXPECT_TRUE(shallow_rows.get(i, row) && row == make_small_row(i, 0)) << "shallow " << i;
     }
   };
   expect_loaded(deep, shallow);
   deep = Table<WideKey, std::uint64_t>(nullptr);
-  shallow = Table<std::uint64_t, Small>(nullptr);
+  shallow = Table<std::uint64_t, SmallRow>(nullptr);
   db.reset();
   config.open_mode = OpenMode::kOpenExisting;
   db = Database::open(config);
   auto deep_reopened = db->open_table<WideKey, std::uint64_t>("deep");
-  auto shallow_reopened = db->open_table<std::uint64_t, Small>("shallow");
+  auto shallow_reopened = db->open_table<std::uint64_t, SmallRow>("shallow");
   expect_loaded(deep_reopened, shallow_reopened);
 }
 

@@ -268,6 +268,7 @@ class BufferManager {
   // again exclusively because it needed more; counted per thread.
   void add_change_beside(bool retried) { changes_beside_.add(retried); }
   void add_structure_retried() { changes_beside_.add_structure_retried(); }
+  void add_undo_step_beside(bool retried) { changes_beside_.add_undo_step(retried); }
   // A change beside others (tiers/resident_writes.hpp) of resident lines, by the holder of the
   // frame's exclusive latch.
   void mark_written(FrameHeader* frame, std::uint32_t offset, std::uint32_t length) {
@@ -344,6 +345,7 @@ class BufferManager {
   bool evictable(FrameHeader* frame) const;
   bool latch_victim(FrameHeader* frame);
   void unlatch_victim(FrameHeader* frame);
+  void evict_latched(FrameHeader* frame);  // evict, then unlatch_victim (also on a throw)
   void evict(FrameHeader* frame);
   // A swizzled swip inside a full frame, as its child's header records it.
   struct SwizzledSwip {

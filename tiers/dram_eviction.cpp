@@ -86,8 +86,7 @@ bool BufferManager::evict_for(Need need) {
         continue;
       }
       if (!latch_victim(frame)) continue;
-      evict(frame);
-      unlatch_victim(frame);
+      evict_latched(frame);
       return true;
     }
     if (pool_.kind(slab) != SlabKind::kMini) continue;
@@ -101,8 +100,7 @@ bool BufferManager::evict_for(Need need) {
         frame->clear(frame_flag::kReferenced);
         all_cold = false;
       } else if (need == Need::kAnything && latch_victim(frame)) {
-        evict(frame);
-        unlatch_victim(frame);
+        evict_latched(frame);
         return true;
       }
     }
@@ -120,9 +118,14 @@ bool BufferManager::evict_for(Need need) {
       }
       for (std::size_t i = 0; i < FramePool::kMinisPerSlab; ++i) {
         if (!(latched & (1u << i))) continue;
-        FrameHeader* frame = &pool_.mini_page(slab, i)->header;
-        evict(frame);
-        unlatch_victim(frame);
+        latched &= ~(1u << i);
+        try {
+          evict_latched(&pool_.mini_page(slab, i)->header);
+        } catch (...) {  // the others stay as they are, let go
+          for (std::size_t j = i + 1; j < FramePool::kMinisPerSlab; ++j)
+            if (latched & (1u << j)) unlatch_victim(&pool_.mini_page(slab, j)->header);
+          throw;
+        }
       }
       return true;
     }
@@ -138,6 +141,18 @@ bool BufferManager::latch_victim(FrameHeader* frame) {
 
 void BufferManager::unlatch_victim(FrameHeader* frame) {
   if (changing_) frame->unlatch_exclusive();
+}
+
+// The victim let go also when its write-back throws (an I/O error, a simulated crash): a frame
+// left latched would keep every later change of its page, an abort's undo too, waiting for ever.
+void BufferManager::evict_latched(FrameHeader* frame) {
+  try {
+    evict(frame);
+  } catch (...) {
+    unlatch_victim(frame);
+    throw;
+  }
+  unlatch_victim(frame);
 }
 
 void BufferManager::evict(FrameHeader* frame) {

@@ -32,6 +32,8 @@ namespace tristore {
   X(structure_retried)     /* of those, ones that would split, merge or make a new root */     \
   X(splits_beside)         /* leaves split beside the changes (not nvm-direct) */              \
   X(leaf_reads_retried)    /* optimistic leaf reads beside changes that a change spoilt */     \
+  X(undo_steps_beside)     /* undo steps of aborts served beside changes */                    \
+  X(undo_steps_retried)    /* such steps that needed more: the abort went on exclusively */    \
   X(nvm_admissions)        /* DRAM evictions admitted to NVM */                                \
   X(nvm_admissions_denied) /* DRAM evictions sent to SSD instead */                            \
   X(dram_evictions)                                                                            \

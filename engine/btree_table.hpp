@@ -182,31 +182,47 @@ class BTreeTable final : public TableInterface<K, V> {
       if (transactions_.durable())
         transactions_.reserve(Context::max_operation_log_bytes(height()));
     }
-    // 2. Decode: UndoLogical, key, before-image.
-    UndoLogical header;
-    if (undo.size() < sizeof(header) + sizeof(K)) fail("undo record too short");
-    std::memcpy(&header, undo.data(), sizeof(header));
-    K key;
-    std::memcpy(&key, undo.data() + sizeof(header), sizeof(K));
-    const std::byte* before = undo.data() + sizeof(header) + sizeof(K);
-    if (header.key_size != sizeof(K) || header.before_size > sizeof(V) ||
-        undo.size() < sizeof(header) + sizeof(K) + header.before_size)
-      fail("undo record of table {} does not match its key and value sizes", table_id_);
-    // 3. Invert the operation, whether or not it reached the tree.
-    V current;
-    const bool present = tree_.lookup(key, current);
-    if (header.operation == UndoOperation::kInsert) {
-      if (present) operation(txn, context_, nullptr, [&] { return tree_.remove(key); });
-    } else if (header.operation == UndoOperation::kUpdate) {
-      if (present)
-        operation(txn, context_, nullptr, [&] {
-          return tree_.update_part(key, header.reserved2, header.before_size, before);
-        });
+    // 2. Invert the operation, whether or not it reached the tree.
+    invert(txn, tree_, context_, decode_undo(undo));
+  }
+
+  // The undo step beside other threads' changes (the caller holds the latch in changes mode):
+  // the inverse operation runs as a change beside does, on rows the transaction still holds
+  // locked, and logs no undo of its own. False, with nothing changed, where it needs more (a
+  // split, a miss, a checkpoint for log room, a root moved since its height was known).
+  bool apply_undo_beside(TransactionState& txn, std::span<const std::byte> undo) override {
+    if constexpr (kChangesBeside) {
+      if ((kLogged && !transactions_.durable()) || !beside_possible()) return false;
+      const UndoStep step = decode_undo(undo);
+      auto& target = read_access(context_);
+      if constexpr (kLogged) {
+        if (height_->root != root_page_id() || !transactions_.room_beside()) {
+          target.add_undo_step_beside(true);
+          return false;
+        }
+      }
+      BesideAccess writes(target);
+      try {
+        if constexpr (kLogged) {
+          OperationLog<BesideAccess>& log = this_threads_log();
+          log.bind(writes, transactions_, context_.swizzled_swips());
+          LoggedAccess<BesideAccess> access(log);
+          BTree<K, V, LoggedAccess<BesideAccess>> tree(access, root_, structure_);
+          invert(txn, tree, log, step);
+        } else {
+          BTree<K, V, MainMemoryWrites> tree(writes, root_, structure_);
+          invert(txn, tree, writes, step);
+        }
+      } catch (const typename BesideAccess::RetryExclusively&) {
+        target.add_undo_step_beside(true);
+        return false;
+      }
+      target.add_undo_step_beside(false);
+      return true;
     } else {
-      V value;
-      std::memcpy(&value, before, sizeof(V));
-      operation(txn, context_, nullptr,
-                [&] { return present ? tree_.update(key, value) : tree_.insert(key, value); });
+      (void)txn;
+      (void)undo;
+      return false;
     }
   }
 
@@ -224,6 +240,45 @@ class BTreeTable final : public TableInterface<K, V> {
     if (offset > sizeof(V) || length > sizeof(V) - offset)
       fail("value part [{}, {}) lies outside the {}-byte value", offset, offset + length,
            sizeof(V));
+  }
+
+  // An undo record decoded: UndoLogical, key, before-image (which stays in the record).
+  struct UndoStep {
+    UndoLogical header;
+    K key;
+    const std::byte* before;
+  };
+  UndoStep decode_undo(std::span<const std::byte> undo) const {
+    UndoStep step;
+    if (undo.size() < sizeof(step.header) + sizeof(K)) fail("undo record too short");
+    std::memcpy(&step.header, undo.data(), sizeof(step.header));
+    std::memcpy(&step.key, undo.data() + sizeof(step.header), sizeof(K));
+    step.before = undo.data() + sizeof(step.header) + sizeof(K);
+    if (step.header.key_size != sizeof(K) || step.header.before_size > sizeof(V) ||
+        undo.size() < sizeof(step.header) + sizeof(K) + step.header.before_size)
+      fail("undo record of table {} does not match its key and value sizes", table_id_);
+    return step;
+  }
+  // The inverse of the step's operation as one operation on tree, logged into log (no undo of
+  // its own), whether or not the operation reached the tree.
+  template <typename Tree, typename Log>
+  void invert(TransactionState& txn, Tree& tree, Log& log, const UndoStep& step) {
+    const K& key = step.key;
+    V current;
+    const bool present = tree.lookup(key, current);
+    if (step.header.operation == UndoOperation::kInsert) {
+      if (present) operation(txn, log, nullptr, [&] { return tree.remove(key); });
+    } else if (step.header.operation == UndoOperation::kUpdate) {
+      if (present)
+        operation(txn, log, nullptr, [&] {
+          return tree.update_part(key, step.header.reserved2, step.header.before_size, step.before);
+        });
+    } else {
+      V value;
+      std::memcpy(&value, step.before, sizeof(V));
+      operation(txn, log, nullptr,
+                [&] { return present ? tree.update(key, value) : tree.insert(key, value); });
+    }
   }
 
   // Levels of the tree (1: the root is a leaf), found again whenever the root has moved or a

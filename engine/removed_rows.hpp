@@ -9,7 +9,8 @@
 //
 // A remove adds its row before it changes the leaf, so a scan that saw the leaf without the
 // row finds it here; the manager forgets a transaction's rows when it ends, after an abort's
-// undo has put them back (aborts run under the exclusive latch, never beside a scan).
+// undo has put them back. An abort beside scans puts a row back in its leaf while the row is
+// still locked, before it is forgotten here, so a scan meets the lock throughout.
 #include <algorithm>
 #include <atomic>
 #include <cstddef>

@@ -84,6 +84,9 @@ void Transaction::commit() {
 
 void Transaction::abort() {
   state();
+  // Beside the others' changes, step by step; a thread alone aborts exclusively at once.
+  const OperationLatch& latch = manager_->latch();
+  if (latch.free_here() && !latch.alone_here() && manager_->abort_beside(*state_)) return;
   const OperationLatch::Exclusive latched(manager_->latch());
   manager_->abort(*state_);
 }
@@ -95,12 +98,12 @@ TransactionState& Transaction::state() {
 
 void Transaction::abort_quietly() noexcept {
   if (!active()) return;
-  const OperationLatch::Exclusive latched(manager_->latch());
   try {
-    manager_->abort(*state_);
+    abort();
   } catch (...) {
     // A destructor cannot report; restart undoes what this abort could not. The state dies
     // with this handle, so the manager must not keep it.
+    const OperationLatch::Exclusive latched(manager_->latch());
     manager_->forget(*state_);
   }
 }
@@ -177,17 +180,45 @@ void TransactionManager::abort(TransactionState& txn) {
     const TransactionState::UndoStep step = txn.undo.back();
     undo_scratch_.assign(txn.payload(step).begin(), txn.payload(step).end());
     step.table->apply_undo(txn, undo_scratch_);
-    // apply_undo may have checkpointed: the record to name is the step's latest copy.
-    const Lsn undone = txn.undo.back().lsn;
-    txn.undo.pop_back();
-    if (log_ == nullptr) continue;
-    const std::uint64_t copy_bytes = undo_copy_bytes(step.size);
-    txn.undo_copy_bytes -= copy_bytes;
-    add_live_undo_bytes(-copy_bytes);
-    Compensation clr{.undo_next_lsn = txn.undo.empty() ? kNoLsn : txn.undo.back().lsn,
-                     .undone_lsn = undone};
-    append_chained(txn, LogRecordType::kCompensation, {bytes_of(clr)});
+    step_undone(txn);
   }
+  end_abort(txn);
+}
+
+bool TransactionManager::abort_beside(TransactionState& txn) {
+  thread_local std::vector<std::byte> scratch;  // aborts run side by side: one per thread
+  while (!txn.undo.empty()) {
+    // The step's change (its table checks the log's room: room_beside), its compensation
+    // record and, after the last, the abort record.
+    const OperationLatch::Changes latched(latch_);
+    const TransactionState::UndoStep step = txn.undo.back();
+    scratch.assign(txn.payload(step).begin(), txn.payload(step).end());
+    if (!step.table->apply_undo_beside(txn, scratch)) return false;
+    step_undone(txn);
+    if (txn.undo.empty()) end_abort(txn);
+  }
+  if (!txn.finished) {  // nothing to undo
+    const OperationLatch::Changes latched(latch_);
+    if (log_ != nullptr && txn.last_lsn != kNoLsn && !room_beside()) return false;
+    end_abort(txn);
+  }
+  return true;
+}
+
+void TransactionManager::step_undone(TransactionState& txn) {
+  // A checkpoint since the step began may have copied it: the record to name is its latest.
+  const TransactionState::UndoStep step = txn.undo.back();
+  txn.undo.pop_back();
+  if (log_ == nullptr) return;
+  const std::uint64_t copy_bytes = undo_copy_bytes(step.size);
+  txn.undo_copy_bytes -= copy_bytes;
+  add_live_undo_bytes(-copy_bytes);
+  Compensation clr{.undo_next_lsn = txn.undo.empty() ? kNoLsn : txn.undo.back().lsn,
+                   .undone_lsn = step.lsn};
+  append_chained(txn, LogRecordType::kCompensation, {bytes_of(clr)});
+}
+
+void TransactionManager::end_abort(TransactionState& txn) {
   if (log_ != nullptr && txn.last_lsn != kNoLsn) append_chained(txn, LogRecordType::kAbort, {});
   finish(txn);
 }

@@ -72,6 +72,11 @@ class TransactionManager {
   // has no room for it without a checkpoint: the caller commits exclusively.
   bool commit_beside(TransactionState& txn);
   void abort(TransactionState& txn);
+  // An abort beside changes: each undo step, newest first, under the latch in changes mode
+  // (taken by this call, step by step, so an exclusive operation may come in between), with
+  // its compensation record. False at the first step that needs more (UndoTarget::
+  // apply_undo_beside): the steps done are gone from txn, and abort() undoes the rest.
+  bool abort_beside(TransactionState& txn);
   // A transaction whose abort failed: the manager lets go of it without logging anything.
   // From then on its undo records are no longer copied forward, so a durable manager refuses
   // new transactions and checkpoints (Error) until the database is reopened and restart
@@ -226,6 +231,10 @@ class TransactionManager {
   void complete_checkpoint(Lsn begin, bool beside);
   void set_next_checkpoint(Lsn begin);
   void on_log_full();
+  // An abort's step done (its compensation record), and its end (the abort record, then
+  // finish).
+  void step_undone(TransactionState& txn);
+  void end_abort(TransactionState& txn);
   void finish(TransactionState& txn);
   void refuse_if_restart_needed(std::string_view what) const;
   Lsn choose_keep_from();

@@ -19,6 +19,11 @@ class UndoTarget {
   virtual std::uint32_t table_id() const = 0;
   // Idempotent: undoing an operation that never reached the tree changes nothing.
   virtual void apply_undo(TransactionState& txn, std::span<const std::byte> undo) = 0;
+  // The same beside other threads' changes (the caller holds the database latch in changes
+  // mode): false, with nothing changed, where the step needs more; it then runs exclusively.
+  virtual bool apply_undo_beside(TransactionState& /*txn*/, std::span<const std::byte> /*undo*/) {
+    return false;
+  }
 };
 
 // Rows a transaction removed from a table, kept apart until it ends (engine/removed_rows.hpp).

@@ -334,7 +334,9 @@ TEST_P(Threads, OwnKeysReadBackUnderEvictionAndCheckpointsAndSurviveReopen) {
 // or miss with no frame free (or first fix a page since open on nvm-direct) run again
 // exclusively.
 // Every read in a transaction sees the thread's model with its own pending changes, an abort puts
-// back exactly its changes, and the table equals the models, also after a reopen.
+// back exactly its changes (step by step beside the others' changes; a step that misses or would
+// split runs, with the rest of its abort, exclusively), and the table equals the models, also
+// after a reopen.
 TEST_P(Threads, TransactionsChangeSideBySideAndSplitsAndMissesRunAgainExclusively) {
   constexpr unsigned kThreads = 4;
   constexpr std::uint64_t kKeysPerThread = 3000;
@@ -390,13 +392,16 @@ TEST_P(Threads, TransactionsChangeSideBySideAndSplitsAndMissesRunAgainExclusivel
     const Counters counters = db->counters();
     std::printf(
         "changes beside each other %llu, run again exclusively %llu (%llu for a split or "
-        "merge), pages loaded beside them %llu; checkpoints %llu, %llu of them beside changes\n",
+        "merge), pages loaded beside them %llu; checkpoints %llu, %llu of them beside changes; "
+        "undo steps of aborts beside changes %llu, run again exclusively %llu\n",
         static_cast<unsigned long long>(counters.changes_beside),
         static_cast<unsigned long long>(counters.changes_retried),
         static_cast<unsigned long long>(counters.structure_retried),
         static_cast<unsigned long long>(counters.changer_misses),
         static_cast<unsigned long long>(counters.log_checkpoints),
-        static_cast<unsigned long long>(counters.log_checkpoints_beside));
+        static_cast<unsigned long long>(counters.log_checkpoints_beside),
+        static_cast<unsigned long long>(counters.undo_steps_beside),
+        static_cast<unsigned long long>(counters.undo_steps_retried));
     EXPECT_LE(counters.structure_retried, counters.changes_retried);
     if (arch != Architecture::kMainMemory) expect_table_survives_reopen(db, rows, models, seed);
     return counters;
@@ -409,13 +414,14 @@ TEST_P(Threads, TransactionsChangeSideBySideAndSplitsAndMissesRunAgainExclusivel
   const bool buffered = arch != Architecture::kMainMemory && arch != Architecture::kNvmDirect;
   const Counters counters =
       run_until_overlapping(testing_support::test_seed(), run, [&](const Counters& c) {
-        return c.changes_beside > 0 && c.changes_retried > 0 &&
+        return c.changes_beside > 0 && c.changes_retried > 0 && c.undo_steps_beside > 0 &&
                c.structure_retried + c.splits_beside > 0 &&
                (arch != Architecture::kNvmDirect || c.structure_retried > 0) &&
                (!buffered || (c.changer_misses > 0 && c.log_checkpoints_beside > 0));
       });
   EXPECT_GT(counters.changes_beside, 0u);
   EXPECT_GT(counters.changes_retried, 0u);
+  EXPECT_GT(counters.undo_steps_beside, 0u);
   EXPECT_GT(counters.structure_retried + counters.splits_beside, 0u);
   if (arch == Architecture::kNvmDirect) {
     EXPECT_GT(counters.structure_retried, 0u);

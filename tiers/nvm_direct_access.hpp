@@ -188,6 +188,7 @@ class NvmDirectAccess {
   // needed more (as BufferManager::add_change_beside); counted per thread.
   void add_change_beside(bool retried) { changes_beside_.add(retried); }
   void add_structure_retried() { changes_beside_.add_structure_retried(); }
+  void add_undo_step_beside(bool retried) { changes_beside_.add_undo_step(retried); }
   // Optimistic leaf reads beside changes that a change spoilt, counted per thread.
   void add_leaf_reads_retried(std::uint64_t reads) {
     changes_beside_.add_leaf_reads_retried(reads);

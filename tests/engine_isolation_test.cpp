@@ -256,7 +256,8 @@ TEST_P(Isolation, ScansMeetTheLockOfARowAnOpenTransactionRemoved) {
 
 // Scans beside transactions that remove and insert rows and then abort: the table as committed
 // never changes, so every scan, outside a transaction or in one, sees exactly the loaded rows
-// from where it starts, or meets a lock (LockConflict) and is tried again. Two threads abort,
+// from where it starts, or meets a lock (LockConflict) and is tried again. The aborts' undo
+// steps run beside the scans, putting rows back while they are still locked. Two threads abort,
 // two scan (more threads than the machine's two cores); the seed is printed.
 TEST_P(Isolation, ScansBesideAbortedRemovesAndInsertsSeeOnlyCommittedRows) {
   const std::uint64_t seed = testing_support::test_seed();
@@ -333,16 +334,21 @@ TEST_P(Isolation, ScansBesideAbortedRemovesAndInsertsSeeOnlyCommittedRows) {
   inside.join();
   stop = true;
   for (std::thread& thread : aborters) thread.join();
-  std::printf("seed %llu: %llu scans, %llu conflicts, %llu transactions aborted\n",
-              static_cast<unsigned long long>(seed),
-              static_cast<unsigned long long>(scanned.load()),
-              static_cast<unsigned long long>(conflicts.load()),
-              static_cast<unsigned long long>(aborted.load()));
+  const Counters counters = db->counters();
+  std::printf(
+      "seed %llu: %llu scans, %llu conflicts, %llu transactions aborted; undo steps beside the "
+      "scans %llu, run again exclusively %llu\n",
+      static_cast<unsigned long long>(seed), static_cast<unsigned long long>(scanned.load()),
+      static_cast<unsigned long long>(conflicts.load()),
+      static_cast<unsigned long long>(aborted.load()),
+      static_cast<unsigned long long>(counters.undo_steps_beside),
+      static_cast<unsigned long long>(counters.undo_steps_retried));
   EXPECT_TRUE(failures.empty()) << failures.size()
                                 << " scans saw uncommitted rows, the first: " << failures.front()
                                 << " (TRISTORE_SEED=" << seed << ")";
   EXPECT_GT(scanned.load(), 0u);
   EXPECT_GT(aborted.load(), 0u);
+  EXPECT_GT(counters.undo_steps_beside, 0u) << "no abort put a row back beside the scans";
 }
 
 // Point reads outside transactions beside transactions that change a row twice before they

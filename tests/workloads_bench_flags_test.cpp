@@ -222,10 +222,13 @@ TEST(WorkloadsBenchFlags, EachValueOfAFlagGivenTwiceIsChecked) {
       {{"--dram", "12XB", "--dram", "1GiB"},
        "--dram: invalid size '12XB': unknown unit 'xb' (use B, KiB, MiB, GiB or TiB)"},
       {{"--arch", "4tier", "--arch", "3tier"},
-       "unknown architecture '4tier' (expected 3tier, basic-nvm, nvm-direct, ssd-bm or "
+       "--arch: unknown architecture '4tier' (expected 3tier, basic-nvm, nvm-direct, ssd-bm or "
        "main-memory)"},
       {{"--workload", "ycsb-x", "--workload", "ycsb-ro"},
-       "unknown workload 'ycsb-x' (expected ycsb-ro, ycsb-rw, ycsb-scan or tpcc)"},
+       "--workload: unknown workload 'ycsb-x' (expected ycsb-ro, ycsb-rw, ycsb-scan or tpcc)"},
+      {{"--distribution", "pareto"},
+       "--distribution: unknown distribution 'pareto' (expected zipf, uniform or "
+       "scrambled-zipf)"},
   };
   for (const auto& [args, expected] : cases)
     EXPECT_EQ(error_of(args), expected) << testing::PrintToString(args);

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 #include <system_error>
 #include <tuple>
 
@@ -86,7 +87,13 @@ CLI::Option* BenchFlags::check_each(CLI::Option* option, Check check) {
   const std::string flag = option->get_name();
   option->check(CLI::Validator(
       [flag, check = std::move(check)](std::string& text) -> std::string {
-        check(flag, text);
+        try {
+          check(flag, text);
+        } catch (const Error& error) {  // the message names its flag first, as all others do
+          const std::string_view message = error.what();
+          if (message.starts_with(flag)) throw;
+          fail("{}: {}", flag, message);
+        }
         return "";
       },
       ""));

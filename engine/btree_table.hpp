@@ -203,16 +203,7 @@ class BTreeTable final : public TableInterface<K, V> {
       }
       BesideAccess writes(target);
       try {
-        if constexpr (kLogged) {
-          OperationLog<BesideAccess>& log = this_threads_log();
-          log.bind(writes, transactions_, context_.swizzled_swips());
-          LoggedAccess<BesideAccess> access(log);
-          BTree<K, V, LoggedAccess<BesideAccess>> tree(access, root_, structure_);
-          invert(txn, tree, log, step);
-        } else {
-          BTree<K, V, MainMemoryWrites> tree(writes, root_, structure_);
-          invert(txn, tree, writes, step);
-        }
+        on_tree_beside(writes, [&](auto& tree, auto& log) { invert(txn, tree, log, step); });
       } catch (const typename BesideAccess::RetryExclusively&) {
         target.add_undo_step_beside(true);
         return false;
@@ -694,17 +685,8 @@ class BTreeTable final : public TableInterface<K, V> {
     const std::size_t undo_steps = txn.undo.size();
     const std::size_t undo_bytes = txn.undo_bytes.size();
     try {
-      bool changed;
-      if constexpr (kLogged) {
-        OperationLog<BesideAccess>& log = this_threads_log();
-        log.bind(writes, transactions_, context_.swizzled_swips());
-        LoggedAccess<BesideAccess> access(log);
-        BTree<K, V, LoggedAccess<BesideAccess>> tree(access, root_, structure_);
-        changed = body(txn, tree, log);
-      } else {
-        BTree<K, V, MainMemoryWrites> tree(writes, root_, structure_);
-        changed = body(txn, tree, writes);
-      }
+      const bool changed =
+          on_tree_beside(writes, [&](auto& tree, auto& log) { return body(txn, tree, log); });
       target.add_change_beside(false);
       return changed;
     } catch (const typename BesideAccess::RetryExclusively&) {
@@ -718,6 +700,22 @@ class BTreeTable final : public TableInterface<K, V> {
       return std::nullopt;
     }
   }
+  // Runs f(tree, log) on the tree beside others over writes: on the buffer manager and
+  // nvm-direct logged through this thread's own operation log, on main-memory unlogged.
+  template <typename F>
+  decltype(auto) on_tree_beside(BesideAccess& writes, F&& f) {
+    if constexpr (kLogged) {
+      OperationLog<BesideAccess>& log = this_threads_log();
+      log.bind(writes, transactions_, context_.swizzled_swips());
+      LoggedAccess<BesideAccess> access(log);
+      BTree<K, V, LoggedAccess<BesideAccess>> tree(access, root_, structure_);
+      return f(tree, log);
+    } else {
+      BTree<K, V, MainMemoryWrites> tree(writes, root_, structure_);
+      return f(tree, writes);
+    }
+  }
+
   // A change or a read that stopped beside others at a page or line not in DRAM brings in its
   // path, bytes `part` of its key's value and `leaf_runs` of its leaf (the runs a leaf change
   // claimed) as a reader outside transactions would: under the shared latch, its SSD reads and

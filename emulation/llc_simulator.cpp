@@ -16,6 +16,22 @@ SimulatedLlc::SimulatedLlc(std::uint64_t bytes, std::uint32_t ways) : ways_(ways
   require_valid_size(bytes);
   sets_ = std::max<std::uint64_t>(1, bytes / (std::uint64_t{ways} * 64));
   tags_.assign(sets_ * ways_, 0);
+  stripes_ = std::make_unique<Stripe[]>((sets_ + kSetsPerStripe - 1) / kSetsPerStripe);
+}
+
+std::uint64_t SimulatedLlc::access_lines(std::uint64_t first, std::uint64_t count) {
+  std::uint64_t misses = 0;
+  for (std::uint64_t line = first; line < first + count;) {
+    const std::uint64_t set = line % sets_;
+    // The run of lines whose sets follow on in this stripe (it ends at the stripe's last set,
+    // or where the sets wrap around to 0).
+    const std::uint64_t stripe_end = std::min(sets_, (set / kSetsPerStripe + 1) * kSetsPerStripe);
+    const std::uint64_t run = std::min(first + count - line, stripe_end - set);
+    const std::lock_guard latched(stripes_[set / kSetsPerStripe].latch);
+    for (std::uint64_t i = 0; i < run; ++i) misses += access_latched(set + i, line + i) ? 0 : 1;
+    line += run;
+  }
+  return misses;
 }
 
 void SimulatedLlc::require_valid_size(std::uint64_t bytes) {

@@ -107,11 +107,8 @@ Counters NvmDevice::counters() const {
     return counter.load(std::memory_order_relaxed);
   };
   Counters total;
-  {
-    const std::lock_guard latched(llc_latch_);  // llc_misses
-    total = counters_;
-  }
   for (const LineCounts& lines : line_counts_) {
+    total.llc_misses += count(lines.llc_misses);
     total.nvm_lines_read += count(lines.read);
     total.nvm_lines_written += count(lines.written);
     total.nvm_double_write_lines_written += count(lines.double_written);
@@ -149,25 +146,15 @@ void NvmDevice::bind_to_numa_node(int node) {
 }
 
 void NvmDevice::charge_read_latency(std::uint64_t first_line, std::uint64_t count) {
-  std::uint64_t misses = count;
-  {
-    const std::lock_guard latched(llc_latch_);
-    if (llc_filter_) {
-      misses = 0;
-      for (std::uint64_t line = first_line; line < first_line + count; ++line)
-        misses += llc_->access(line) ? 0 : 1;
-    }
-    counters_.llc_misses += misses;
-  }
-  if (misses != 0) tsc_->spin_ticks(read_ticks_ * overlapped_latencies(misses));
+  const std::uint64_t misses = llc_filter_ ? llc_->access_lines(first_line, count) : count;
+  if (misses == 0) return;
+  add_in_own_slot(line_counts_[thread_slot()].llc_misses, misses);
+  tsc_->spin_ticks(read_ticks_ * overlapped_latencies(misses));
 }
 
 void NvmDevice::charge_write_latency(std::uint64_t first_line, std::uint64_t count) {
   // A written line sits in the cache afterwards; the write itself always reaches NVM.
-  {
-    const std::lock_guard latched(llc_latch_);
-    for (std::uint64_t line = first_line; line < first_line + count; ++line) llc_->access(line);
-  }
+  llc_->access_lines(first_line, count);
   if (write_ticks_ != 0) tsc_->spin_ticks(write_ticks_ * overlapped_latencies(count));
 }
 

@@ -10,9 +10,10 @@
 // Emulation on top: injected read/write latency per cache line (TSC busy-wait) for lines that
 // miss a simulated LLC, a crash simulator (durable image beside the working one), per-line
 // wear counters, NUMA placement. With latency 0 the charge calls only count lines.
-// Lines read and written are counted per thread (nvm-direct reads and changes pages from many
-// threads); the simulated LLC and the wear counters are plain: with latency injected or wear
-// counted, one thread at a time charges the device.
+// Every thread charges the device side by side: lines read and written (and the simulated
+// LLC's misses) are counted per thread, the simulated LLC latches its sets in stripes, and the
+// wear counters count atomically. A thread that charges latency spins for it itself, outside
+// any of these latches, as a core waits for its own line fills.
 #include <libpmem.h>
 
 #include <array>
@@ -26,7 +27,6 @@
 #include <string>
 
 #include "common/counters.hpp"
-#include "common/spin_latch.hpp"
 #include "common/thread_slot.hpp"
 #include "common/types.hpp"
 #include "emulation/crash_simulator.hpp"
@@ -175,10 +175,6 @@ class NvmDevice {
   const WearCounters* wear() const { return wear_.get(); }
   // Present only when read_ns or write_ns is non-zero.
   SimulatedLlc* llc() { return llc_.get(); }
-  // Whether threads may charge reads and writes side by side and each pay no more than its own
-  // lines cost: no latency is injected (one simulated LLC, latched, whose hits depend on the
-  // order of charges) and no wear is counted (kept by one thread at a time).
-  bool charges_beside() const { return llc_ == nullptr && wear_ == nullptr; }
 
   // The misses of one request overlap, as a core keeps up to kMemoryLevelParallelism line
   // fills in flight: a request pays one latency per started batch of them (one line: 1, a
@@ -220,10 +216,6 @@ class NvmDevice {
   bool llc_filter_ = true;
   std::optional<TscClock> tsc_;
   std::unique_ptr<SimulatedLlc> llc_;
-  // The simulated LLC and its miss count, charged by every thread that reads or writes NVM
-  // (the log's appenders side by side): a set's tags are shifted in place. Not held while
-  // the latency is spun.
-  mutable SpinLatch llc_latch_;
   std::unique_ptr<CrashSimulator> crash_;
   std::unique_ptr<WearCounters> wear_;
   // Data-area lines, per thread slot as the log's counts are.
@@ -231,8 +223,8 @@ class NvmDevice {
     std::atomic<std::uint64_t> read{0};
     std::atomic<std::uint64_t> written{0};
     std::atomic<std::uint64_t> double_written{0};  // of written, to the double-write area
+    std::atomic<std::uint64_t> llc_misses{0};      // reads that missed the simulated LLC
   };
-  Counters counters_;  // llc_misses
   std::array<LineCounts, kThreadSlots> line_counts_;
   std::array<LogCounters, kThreadSlots> log_counters_;
 };

@@ -1,6 +1,8 @@
 #pragma once
 // How often each NVM cache line was written: NVM cells wear out, so a design that spreads or
-// avoids writes lasts longer (paper Figure 16).
+// avoids writes lasts longer (paper Figure 16). Threads record side by side (a relaxed add per
+// line); the sums are read between runs.
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -12,7 +14,8 @@ class WearCounters {
   explicit WearCounters(std::uint64_t lines) : writes_(lines, 0) {}
 
   void record(std::uint64_t first_line, std::uint64_t line_count) {
-    for (std::uint64_t line = first_line; line < first_line + line_count; ++line) ++writes_[line];
+    for (std::uint64_t line = first_line; line < first_line + line_count; ++line)
+      std::atomic_ref(writes_[line]).fetch_add(1, std::memory_order_relaxed);
   }
 
   std::uint64_t lines() const { return writes_.size(); }

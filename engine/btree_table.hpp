@@ -42,8 +42,7 @@ class BTreeTable final : public TableInterface<K, V> {
   using ReadAccess = std::conditional_t<kLogged, Inner, MainMemoryAccess>;
   // Reads and changes in transactions run beside each other through BesideAccess: on the
   // buffer manager (tiers/resident_writes.hpp), main-memory (tiers/main_memory_writes.hpp) and
-  // nvm-direct (tiers/nvm_direct_writes.hpp; there only while one thread at a time need not
-  // charge the device: beside_possible).
+  // nvm-direct (tiers/nvm_direct_writes.hpp).
   static constexpr bool kBufferManaged = std::is_same_v<Inner, BufferManager>;
   static constexpr bool kNvmDirect = std::is_same_v<Inner, NvmDirectAccess>;
   using BesideAccess =
@@ -100,7 +99,7 @@ class BTreeTable final : public TableInterface<K, V> {
                    const Visit& visit) override {
     // A thread alone scans in place, as a read of it in a transaction runs exclusively.
     const OperationLatch& latch = transactions_.latch();
-    if (beside_possible() && !latch.held_here() && !latch.alone_here())
+    if (!latch.held_here() && !latch.alone_here())
       return scan_leaf_by_leaf(txn, from, limit, visit);
     // Not restartable: the caller's visit has already seen the rows before a restart.
     return reading(txn, !kRestartable, [&](auto& tree) {
@@ -192,7 +191,7 @@ class BTreeTable final : public TableInterface<K, V> {
   // split, a miss, a checkpoint for log room, a root moved since its height was known).
   bool apply_undo_beside(TransactionState& txn, std::span<const std::byte> undo) override {
     if constexpr (kChangesBeside) {
-      if ((kLogged && !transactions_.durable()) || !beside_possible()) return false;
+      if (kLogged && !transactions_.durable()) return false;
       const UndoStep step = decode_undo(undo);
       auto& target = read_access(context_);
       if constexpr (kLogged) {
@@ -368,8 +367,7 @@ class BTreeTable final : public TableInterface<K, V> {
   // the buffer manager's go through ResidentReads (tiers/resident_reads.hpp), whose misses it
   // serves one at a time beside the other readers. Should a miss find no frame it could take
   // without waiting for readers, the read starts again under the exclusive latch. nvm-direct's
-  // reads hold it shared too. Where one thread at a time must charge nvm-direct's device
-  // (beside_possible), every read there runs exclusively.
+  // reads hold it shared too.
   static constexpr bool kRestartable = true;
   // What a try beside others stopped at that a reader could load (bring_path_in), and how
   // often an operation brings it in before it runs exclusively.
@@ -389,7 +387,7 @@ class BTreeTable final : public TableInterface<K, V> {
     // them). Not inside another call (a scan's visit function): that nests where it is.
     const OperationLatch& latch = transactions_.latch();
     // In a transaction of a thread alone, exclusive is cheaper (OperationLatch::alone_here).
-    if (restartable && beside_possible() && !latch.held_here() &&
+    if (restartable && !latch.held_here() &&
         (txn != nullptr ? !latch.alone_here() : latch.changes_inside())) {
       for (bool brought_in = false;;) {
         BesideAccess reads(read_access(context_));
@@ -416,12 +414,10 @@ class BTreeTable final : public TableInterface<K, V> {
     }
     if (txn == nullptr) {
       if constexpr (!kBufferManaged) {
-        // main-memory's reads change nothing shared, nvm-direct's nothing but per-thread
-        // counts (NvmDevice::charges_beside).
-        if (beside_possible()) {
-          const OperationLatch::Shared latched(transactions_.latch());
-          return body(read_tree_);
-        }
+        // main-memory's reads change nothing shared, nvm-direct's nothing but the device's
+        // per-thread counts and its simulated LLC (emulation/nvm_device.hpp).
+        const OperationLatch::Shared latched(transactions_.latch());
+        return body(read_tree_);
       } else if (restartable) {
         try {
           const OperationLatch::Shared latched(transactions_.latch());
@@ -436,7 +432,7 @@ class BTreeTable final : public TableInterface<K, V> {
     return body(read_tree_);
   }
 
-  // A scan beside others (buffer manager, main-memory): leaf by leaf, rows are copied and locked
+  // A scan beside others (every architecture): leaf by leaf, rows are copied and locked
   // (or checked) while their leaf is held, under the latch taken for that copy alone, as a get
   // takes it (a leaf that needs more is copied again exclusively); they are visited with no latch
   // held, so the visit function may read, while a change from inside it is refused as ever
@@ -523,8 +519,8 @@ class BTreeTable final : public TableInterface<K, V> {
   template <typename Body>
   bool changing(TransactionState* txn, const K& key, bool beside, Body&& body) {
     if constexpr (kChangesBeside) {
-      if (beside && (!kLogged || transactions_.durable()) && beside_possible() &&
-          !transactions_.latch().held_here() && !transactions_.latch().alone_here()) {
+      if (beside && (!kLogged || transactions_.durable()) && !transactions_.latch().held_here() &&
+          !transactions_.latch().alone_here()) {
         // Again after what it stopped at is loaded as a reader would (twice at most: its
         // search may stop at one line, its leaf change at others), or after a checkpoint
         // beside changes, if that was what it needed.
@@ -587,15 +583,6 @@ class BTreeTable final : public TableInterface<K, V> {
   // (With the commit record of a change outside transactions.)
   static constexpr bool kChangesBeside =
       !kLogged || kBesideLogBytes + log_record_size(0) <= kBesideBound;
-
-  // nvm-direct runs nothing beside others where one thread at a time must charge the device
-  // (injected latency, wear counted: NvmDirectAccess::charges_beside).
-  bool beside_possible() const {
-    if constexpr (kNvmDirect)
-      return context_.inner().charges_beside();
-    else
-      return true;
-  }
 
   // The change beside other threads' (engine/operation_latch.hpp, changes mode): one leaf
   // entry, latched page by page (BesideAccess); on the buffer manager of a page whose path is

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "emulation/tsc.hpp"
+#include "test_support.hpp"
 
 namespace tristore {
 namespace {
@@ -36,6 +39,25 @@ TEST(EmulationLlcSimulator, SeventeenthLineOfASetEvictsTheLeastRecentlyUsed) {
   EXPECT_TRUE(llc.access(0));
   EXPECT_FALSE(llc.access(1 * sets));
   EXPECT_TRUE(llc.access(16 * sets));
+}
+
+// access_lines takes each stripe's latch once per run of lines in it: it must look up every
+// line as access() does, also across a stripe's end and where the sets wrap around to 0.
+// 320 KiB of 16 ways: 320 sets, so the last stripe is short (64 sets per stripe).
+TEST(EmulationLlcSimulator, AccessLinesCountsTheMissesOfAccessLineByLine) {
+  SimulatedLlc by_range(320 << 10, 16), by_line(320 << 10, 16);
+  ASSERT_EQ(by_range.sets(), 320u);
+  const std::uint64_t seed = testing_support::test_seed();
+  std::mt19937_64 random(seed);
+  for (int request = 0; request < 4000; ++request) {
+    const std::uint64_t first = random() % 20000;
+    const std::uint64_t count = 1 + random() % 700;  // up to two wraps of the sets
+    std::uint64_t misses = 0;
+    for (std::uint64_t line = first; line < first + count; ++line)
+      misses += by_line.access(line) ? 0 : 1;
+    ASSERT_EQ(by_range.access_lines(first, count), misses)
+        << "request " << request << " lines " << first << "+" << count << " (seed " << seed << ")";
+  }
 }
 
 TEST(EmulationLlcSimulator, ClearForgetsEverything) {

@@ -135,6 +135,12 @@ class Threads : public ::testing::TestWithParam<Architecture> {
     config.ssd_path = files_.ssd;
     config.open_mode = mode;
     config.checkpoint_interval_bytes = 128 << 10;  // checkpoints while the threads run
+    if (nvm_latency_) {
+      config.nvm_read_ns = 1;
+      config.nvm_write_ns = 1;
+      config.llc_bytes = 64 << 10;
+      config.nvm_wear_counting = true;
+    }
     return Database::open(config);
   }
   // A new database whose tables fit in DRAM.
@@ -160,6 +166,8 @@ class Threads : public ::testing::TestWithParam<Architecture> {
     expect_table_holds(reopened, models, seed);
   }
   testing_support::DatabaseFiles files_{"tristore-threads"};
+  // open() injects NVM latency (a simulated LLC of 64 KiB) and counts wear.
+  bool nvm_latency_ = false;
 };
 
 // Eight threads move money between 32 accounts in transactions (read both, write both); one
@@ -878,6 +886,88 @@ TEST_P(Threads, ReadersBeyondDramMissSideBySideAndReadEveryRowRight) {
   }
   if (GetParam() == Architecture::kThreeTier) {
     EXPECT_GT(during.reader_appends, 100u);
+  }
+}
+
+// With NVM latency injected and wear counted, threads charge the device side by side (the
+// simulated LLC latched per stripe of sets, wear counted atomically): transactions change
+// their own rows and read others' beside each other on every architecture with NVM,
+// nvm-direct's too, and 3tier's reads beyond DRAM append lines beside each other; every row
+// read is whole, and the table equals the threads' models, also after a reopen.
+TEST_P(Threads, WithNvmLatencyInjectedReadsAndChangesStillRunSideBySide) {
+  constexpr unsigned kThreads = 4;
+  constexpr std::uint64_t kKeys = 8000;
+  constexpr int kTransactionsPerThread = 600;
+  const Architecture arch = GetParam();
+  if (arch == Architecture::kMainMemory || arch == Architecture::kSsdBm)
+    GTEST_SKIP() << "no NVM data tier to charge";
+  nvm_latency_ = true;
+  const auto run = [&](std::uint64_t seed) {
+    auto db = open();
+    auto rows = db->create_table<std::uint64_t, Row>("rows");
+    rows.bulk_load(kKeys, [](std::size_t n, std::uint64_t& key, Row& row) {
+      key = n;
+      row = make_row(key, 0);
+    });
+    db->checkpoint();
+    const Counters before = db->counters();
+    // Thread t updates the keys k with k % kThreads == t and reads any key.
+    std::vector<std::map<std::uint64_t, std::uint64_t>> models(kThreads);
+    for (std::uint64_t key = 0; key < kKeys; ++key) models[key % kThreads][key] = 0;
+    on_threads(kThreads, [&](unsigned t) {
+      std::mt19937_64 random(seed * 6151 + t);
+      auto& model = models[t];
+      for (int n = 0; n < kTransactionsPerThread; ++n) {
+        Transaction txn = db->begin();
+        std::map<std::uint64_t, std::uint64_t> pending = model;
+        // Another thread's row read: a transaction that meets the other's lock (NO_WAIT) ends.
+        try {
+          for (int op = 0; op < 3; ++op) {
+            const std::uint64_t key = (random() % (kKeys / kThreads)) * kThreads + t;
+            const std::uint64_t version = static_cast<std::uint64_t>(n) * 4 + op + 1;
+            if (!rows.update(txn, key, make_row(key, version)))
+              throw Error(fmt::format("thread {}: key {} missing (seed {})", t, key, seed));
+            pending[key] = version;
+          }
+          const std::uint64_t other = random() % kKeys;
+          Row row;
+          if (!rows.get(txn, other, row) || row.key != other ||
+              row.filler[13] != other * 31 + row.version)
+            throw Error(fmt::format("thread {}: key {} read wrong (seed {})", t, other, seed));
+        } catch (const LockConflict&) {
+          txn.abort();
+          continue;
+        }
+        if (random() % 8 == 0) {
+          txn.abort();
+        } else {
+          txn.commit();
+          model = std::move(pending);
+        }
+      }
+    });
+    const Counters during = db->counters() - before;
+    std::printf(
+        "changes beside each other %llu, run again exclusively %llu; reader appends %llu, "
+        "misses %llu; simulated LLC misses %llu\n",
+        static_cast<unsigned long long>(during.changes_beside),
+        static_cast<unsigned long long>(during.changes_retried),
+        static_cast<unsigned long long>(during.reader_appends),
+        static_cast<unsigned long long>(during.reader_misses),
+        static_cast<unsigned long long>(during.llc_misses));
+    expect_table_holds(rows, models, seed);
+    EXPECT_GT(during.llc_misses, 0u);
+    EXPECT_TRUE(db->nvm_wear() != nullptr && db->nvm_wear()->total() > 0) << "wear counted";
+    expect_table_survives_reopen(db, rows, models, seed);
+    return during;
+  };
+  const Counters during =
+      run_until_overlapping(testing_support::test_seed(), run, [&](const Counters& c) {
+        return c.changes_beside > 0 && (arch != Architecture::kThreeTier || c.reader_appends > 0);
+      });
+  EXPECT_GT(during.changes_beside, 0u);
+  if (arch == Architecture::kThreeTier) {
+    EXPECT_GT(during.reader_appends, 0u);
   }
 }
 

@@ -56,9 +56,7 @@ BufferManager::BufferManager(const BufferManagerOptions& options)
       admission_set_(admission_capacity(options_)),
       nvm_eviction_batch_(nvm_eviction_batch(options_)) {
   if (nvm_ == nullptr) return;
-  // Appends beside each other read NVM without the device's latency emulation, which is
-  // single-threaded.
-  appends_beside_ = cache_line_grained_ && nvm_device_->read_ns() == 0;
+  appends_beside_ = cache_line_grained_;
   nvm_victims_.reserve(nvm_eviction_batch_);
   // Restart: every occupied slot header names a page that lives in NVM (NvmTier::open has
   // already picked each header's intact version).
@@ -243,7 +241,6 @@ Counters BufferManager::counters() const {
   for (const ThreadReads& reads : thread_reads_) {
     total.swizzled_hits += reads.swizzled_hits.load(std::memory_order_relaxed);
     total.page_table_lookups += reads.page_table_lookups.load(std::memory_order_relaxed);
-    total.nvm_lines_read += reads.nvm_lines_appended.load(std::memory_order_relaxed);
     total.reader_appends += reads.appends.load(std::memory_order_relaxed);
     total.leaf_reads_retried += reads.leaf_reads_retried.load(std::memory_order_relaxed);
   }

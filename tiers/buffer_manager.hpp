@@ -408,11 +408,9 @@ class BufferManager {
   // A checkpoint beside changes writes a frame back outside the miss latch, under the frame's
   // and the write-back latch alone, where that takes nothing misses share: its lines to the
   // page's own NVM slot, or the page to SSD where there is no NVM tier (a page that takes an
-  // NVM slot now needs the miss latch), and only where the NVM device may be charged beside
-  // other threads (no latency injected, no wear counted).
+  // NVM slot now needs the miss latch).
   bool writes_back_beside_misses(const FrameHeader* frame) const {
-    if (nvm_ == nullptr) return true;
-    return (frame->is_mini() || frame->nvm != nullptr) && nvm_device_->charges_beside();
+    return nvm_ == nullptr || frame->is_mini() || frame->nvm != nullptr;
   }
   // One write-back at a time, beside the misses: it holds the double-write area, the write-back
   // lines above and the SSD syncs (persist_dirty_lines, write_to_ssd, sync_ssd). Taken inside
@@ -436,7 +434,6 @@ class BufferManager {
   struct alignas(64) ThreadReads {
     std::atomic<std::uint64_t> swizzled_hits{0};
     std::atomic<std::uint64_t> page_table_lookups{0};
-    std::atomic<std::uint64_t> nvm_lines_appended{0};  // by append_for_reader
     std::atomic<std::uint64_t> appends{0};
     std::atomic<std::uint64_t> leaf_reads_retried{0};  // optimistic tries a change spoilt
     std::atomic<std::uint64_t> ssd_waits{0};           // for another reader's SSD read

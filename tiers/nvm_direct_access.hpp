@@ -194,9 +194,6 @@ class NvmDirectAccess {
     changes_beside_.add_leaf_reads_retried(reads);
   }
   Counters counters() const { return changes_beside_.counters(); }
-  // Whether threads may read pages side by side (and change them, each latched): the device
-  // counts their lines per thread (no latency injected, no wear counted).
-  bool charges_beside() const { return device_.charges_beside(); }
 
  private:
   // The first fix of a page since open, or a swip that names no page in use.

@@ -13,9 +13,8 @@
 // A page not checked against its checksum since open (its first fix reads it whole: the
 // exclusive latch's, as the check must not race a change), a split or a merge throws
 // RetryExclusively before anything is changed, and the caller runs the operation again under
-// the exclusive latch. Used only where the device counts lines per thread
-// (NvmDirectAccess::charges_beside). allocate_page, move_swips, swip_of and free_page must
-// never be reached (the B-tree refuses first) and throw std::logic_error.
+// the exclusive latch. allocate_page, move_swips, swip_of and free_page must never be reached
+// (the B-tree refuses first) and throw std::logic_error.
 #include <cassert>
 #include <cstddef>
 #include <cstdint>

@@ -135,7 +135,7 @@ const std::byte* BufferManager::append_lines(FrameHeader* frame, std::uint32_t o
       std::byte* target = mini->data + count * kCacheLineSize;
       loaded = last - first + 1;
       unpoison_bytes(target, loaded * kCacheLineSize);
-      std::memcpy(target, frame->nvm + first * kCacheLineSize, loaded * kCacheLineSize);
+      nvm_device_->read(target, frame->nvm + first * kCacheLineSize, loaded * kCacheLineSize);
       for (std::size_t line = first; line <= last; ++line)
         mini->set_line_at(count + (line - first), line);
       bytes = target + offset % kCacheLineSize;
@@ -146,8 +146,8 @@ const std::byte* BufferManager::append_lines(FrameHeader* frame, std::uint32_t o
       assert(run >= 1 && line + run <= kLinesPerPage);
       const std::size_t bytes_in_run = std::min(run, kLinesPerPage - line) * kCacheLineSize;
       unpoison_bytes(full->data + line * kCacheLineSize, bytes_in_run);
-      std::memcpy(full->data + line * kCacheLineSize, frame->nvm + line * kCacheLineSize,
-                  bytes_in_run);
+      nvm_device_->read(full->data + line * kCacheLineSize, frame->nvm + line * kCacheLineSize,
+                        bytes_in_run);
       loaded += run;
       line += run;
       line = line < kLinesPerPage ? full->resident.next_clear(line) : kLinesPerPage;
@@ -167,9 +167,7 @@ const std::byte* BufferManager::append_lines(FrameHeader* frame, std::uint32_t o
     full->resident.set(first, last);
     if (full->resident.full()) full->mark_all_resident();
   }
-  ThreadReads& mine = thread_reads_[thread_slot()];
-  add_in_own_slot(mine.nvm_lines_appended, loaded);
-  add_in_own_slot(mine.appends, 1);
+  add_in_own_slot(thread_reads_[thread_slot()].appends, 1);
   return bytes;
 }
 

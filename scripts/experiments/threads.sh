@@ -8,8 +8,8 @@
 #   tpcc       TPC-C, 2 warehouses in DRAM, a terminal per thread at home in its warehouse
 #   tpcc-nvm   the same with DRAM 64 MiB, NVM 256 MiB: changes load pages and lines beside
 #              each other (tiers/changer_misses.cpp)
-# No NVM latency injected (with it, nvm-direct runs one thread at a time). Writes
-# results/threads/*.json and results/plots/threads.png. ~10 min.
+# No NVM latency injected (pass --nvm-read-ns 500 to inject it: the threads charge it side by
+# side). Writes results/threads/*.json and results/plots/threads.png. ~10 min.
 source "$(dirname "$0")/lib.sh"
 threads_list=${THREADS:-"1 2 4"}
 

@@ -203,7 +203,7 @@ class BTree {
     while (visited < limit) {
       std::optional<K> fence;  // the smallest key above this leaf's range
       std::size_t n = copy_leaf_from(
-          next, limit - visited, batch, fence, [](const K&) {}, [](std::size_t) {});
+          next, limit - visited, batch, fence, [](const K&) { return true; }, [](std::size_t) {});
       for (std::size_t e = 0; e < n; ++e) {
         K k;
         V v;
@@ -221,7 +221,8 @@ class BTree {
   // `limit`, copied into batch (key, value, key, value...), and in `fence` the smallest key
   // above the leaf's range (none: the last leaf). on_copied(key) runs for each entry copied,
   // and all_copied(n) after the last, while the leaf is still held (BTreeTable locks the rows
-  // there, and the rows removed from what the copy covered).
+  // there, and the rows removed from what the copy covered); on_copied returning false ends
+  // the copy before that entry.
   template <typename OnCopied, typename AllCopied>
   std::size_t copy_leaf_from(const K& from, std::size_t limit, std::vector<std::byte>& batch,
                              std::optional<K>& fence, OnCopied&& on_copied,
@@ -249,7 +250,10 @@ class BTree {
       std::memcpy(out + sizeof(K), page + Leaf::value_offset(i + e), sizeof(V));
       K key;
       std::memcpy(&key, out, sizeof(K));
-      on_copied(static_cast<const K&>(key));
+      if (!on_copied(static_cast<const K&>(key))) {
+        n = e;
+        batch.resize(n * (sizeof(K) + sizeof(V)));
+      }
     }
     all_copied(n);
     return n;

@@ -438,7 +438,9 @@ class BTreeTable final : public TableInterface<K, V> {
   // held, so the visit function may read, while a change from inside it is refused as ever
   // (OperationLatch::Visiting). A visit function may stop early, so the first copy of a scan
   // in a transaction takes 4 rows, each next one twice as many, up to a whole leaf: it locks
-  // at most a few rows past the last one it visits.
+  // at most a few rows past the last one it visits. A row another transaction holds ends the
+  // copy before it, unless it is the copy's first row to visit: the scan meets the
+  // LockConflict only if its visit function asks for that row.
   std::size_t scan_leaf_by_leaf(TransactionState* txn, const K& from, std::size_t limit,
                                 const Visit& visit) {
     std::vector<std::byte> batch;
@@ -451,6 +453,7 @@ class BTreeTable final : public TableInterface<K, V> {
       const std::size_t wanted = std::min(limit - visited, rows_per_copy) + (resumed ? 1 : 0);
       rows_per_copy = std::min<std::size_t>(2 * rows_per_copy, BTree<K, V, Access>::kLeafCapacity);
       bool more = false;  // the leaf has a right neighbour, whose keys start at fence
+      bool cut = false;   // the copy ended before a row another transaction holds
       K fence = next;
       std::size_t copied;
       try {
@@ -464,7 +467,7 @@ class BTreeTable final : public TableInterface<K, V> {
               const auto lock_removed = [&](std::size_t n) {
                 if (!removed_rows_.any()) [[likely]]
                   return;
-                const bool inside = n == wanted;
+                const bool inside = n == wanted || cut;
                 K last_copied = next;
                 if (inside) {
                   V value;
@@ -475,10 +478,20 @@ class BTreeTable final : public TableInterface<K, V> {
                         lock_removed_rows(txn, next, !resumed, high, inside))
                   throw RowBusy{*busy};
               };
+              cut = false;
+              std::size_t to_visit = 0;  // rows copied so far that the visit has not seen
               const std::size_t n = tree.copy_leaf_from(
                   next, wanted, batch, leaf_fence,
                   [&](const K& key) {
-                    if (!lock_row(txn, key, LockMode::kShared)) throw RowBusy{key};
+                    try {
+                      if (!lock_row(txn, key, LockMode::kShared)) throw RowBusy{key};
+                    } catch (const LockConflict&) {
+                      if (to_visit == 0) throw;
+                      cut = true;
+                      return false;
+                    }
+                    if (!(resumed && key == next)) ++to_visit;
+                    return true;
                   },
                   lock_removed);
               more = leaf_fence.has_value();
@@ -499,7 +512,7 @@ class BTreeTable final : public TableInterface<K, V> {
         ++visited;
         if (!visit(static_cast<const K&>(key), static_cast<const V&>(value))) return visited;
       }
-      if (copied == wanted && copied > (resumed ? 1u : 0u)) {
+      if ((copied == wanted || cut) && copied > (resumed ? 1u : 0u)) {
         next = key;  // the copy stopped inside the leaf: go on after its last row
         resumed = true;
         continue;

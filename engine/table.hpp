@@ -54,13 +54,16 @@ class Table {
 
   // Visits entries with key >= from in ascending key order, at most `limit` of them, until
   // visit(key, value) returns false. Returns the number visited. visit may read the database
-  // but not change it (Error): the scan holds the database's latch.
+  // but not change it (Error): the scan holds the database's latch. Nor may it destroy an
+  // active Transaction: its abort cannot run there (std::terminate).
   std::size_t scan(const K& from, std::size_t limit,
                    const typename TableInterface<K, V>::Visit& visit) {
     return impl_->scan(nullptr, from, limit, visit);
   }
   // The same in a transaction: each row visited stays as read until it ends (rows inserted
-  // into the range later are not locked against).
+  // into the range later are not locked against). Rows are copied a few ahead of the visit,
+  // so a few rows past the last one visited may stay locked too; a row another transaction
+  // holds throws LockConflict only when the visit would come to it.
   std::size_t scan(Transaction& txn, const K& from, std::size_t limit,
                    const typename TableInterface<K, V>::Visit& visit) {
     return impl_->scan(&txn.state(), from, limit, visit);

@@ -97,6 +97,7 @@ class BTreeTable final : public TableInterface<K, V> {
   // locked against (no key-range locks): a scan repeated in a transaction may see them.
   std::size_t scan(TransactionState* txn, const K& from, std::size_t limit,
                    const Visit& visit) override {
+    const TransactionManager::AbortsDeferredHere after_visits(transactions_);
     // A thread alone scans in place, as a read of it in a transaction runs exclusively.
     const OperationLatch& latch = transactions_.latch();
     if (!latch.held_here() && !latch.alone_here())
@@ -113,7 +114,7 @@ class BTreeTable final : public TableInterface<K, V> {
         lock_removed_rows(txn, last ? *last : from, !last, &key, false);
         lock_row(txn, key, LockMode::kShared);
         last = key;
-        stopped = !visit(key, value);
+        stopped = !visit(key, value) || abandoned(txn);
         return !stopped;
       });
       if (!stopped && visited < limit)
@@ -168,6 +169,7 @@ class BTreeTable final : public TableInterface<K, V> {
 
   // Not logged: the checkpoint after it makes the loaded table durable at once.
   void bulk_load(std::size_t count, const Generate& generate, double fill_factor) override {
+    const TransactionManager::AbortsDeferredHere after_generate(transactions_);
     const OperationLatch::Exclusive latched(transactions_.latch());
     tree_.bulk_load(count, generate, fill_factor);
     root_page_ = root_page_id();
@@ -302,6 +304,8 @@ class BTreeTable final : public TableInterface<K, V> {
   LockName row_lock_name(const K& key) const {
     return lock_name(table_id_, std::as_bytes(std::span(&key, 1)));
   }
+  // A scan's own transaction whose handle its visit function dropped: the scan stops there.
+  static bool abandoned(const TransactionState* txn) { return txn != nullptr && txn->abandoned; }
   // Locks the row for txn, or checks it for an operation outside transactions: false when a
   // change outside transactions beside others holds it for a moment (LockManager::lock_brief);
   // then the caller waits for it where it holds no page latch, and reads again.
@@ -510,7 +514,8 @@ class BTreeTable final : public TableInterface<K, V> {
         BTree<K, V, Access>::batch_entry(batch, e, key, value);
         if (e == 0 && resumed && key == next) continue;
         ++visited;
-        if (!visit(static_cast<const K&>(key), static_cast<const V&>(value))) return visited;
+        if (!visit(static_cast<const K&>(key), static_cast<const V&>(value)) || abandoned(txn))
+          return visited;
       }
       if ((copied == wanted || cut) && copied > (resumed ? 1u : 0u)) {
         next = key;  // the copy stopped inside the leaf: go on after its last row

@@ -54,8 +54,9 @@ class Table {
 
   // Visits entries with key >= from in ascending key order, at most `limit` of them, until
   // visit(key, value) returns false. Returns the number visited. visit may read the database
-  // but not change it (Error): the scan holds the database's latch. Nor may it destroy an
-  // active Transaction: its abort cannot run there (std::terminate).
+  // but not change it (Error): the scan holds the database's latch. An active Transaction
+  // whose handle it destroys is aborted once the scan ends (its rows stay locked until then);
+  // a scan in that transaction stops after the visit that dropped it.
   std::size_t scan(const K& from, std::size_t limit,
                    const typename TableInterface<K, V>::Visit& visit) {
     return impl_->scan(nullptr, from, limit, visit);

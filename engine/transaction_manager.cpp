@@ -98,6 +98,12 @@ TransactionState& Transaction::state() {
 
 void Transaction::abort_quietly() noexcept {
   if (!active()) return;
+  // Inside a call on the database (a scan's visit function) neither an abort nor the fallback
+  // below can take the latch: the abort waits until that call ends.
+  if (!manager_->latch().free_here()) {
+    manager_->abort_later(std::move(state_));
+    return;
+  }
   try {
     abort();
   } catch (...) {
@@ -106,6 +112,30 @@ void Transaction::abort_quietly() noexcept {
     const OperationLatch::Exclusive latched(manager_->latch());
     manager_->forget(*state_);
   }
+}
+
+void TransactionManager::abort_later(std::unique_ptr<TransactionState> state) {
+  state->abandoned = true;
+  const std::lock_guard latched(bookkeeping_);
+  deferred_.push_back({std::this_thread::get_id(), std::move(state)});
+  deferred_aborts_.store(deferred_.size(), std::memory_order_relaxed);
+}
+
+void TransactionManager::abort_deferred_here() {
+  if (!latch_.free_here()) return;  // a nested call ended: the outer one aborts them
+  // 1. Take this thread's abandoned transactions (other threads' wait for their own calls).
+  std::vector<std::unique_ptr<TransactionState>> mine;
+  {
+    const std::lock_guard latched(bookkeeping_);
+    const auto others = std::stable_partition(
+        deferred_.begin(), deferred_.end(),
+        [](const DeferredAbort& d) { return d.thread != std::this_thread::get_id(); });
+    for (auto it = others; it != deferred_.end(); ++it) mine.push_back(std::move(it->state));
+    deferred_.erase(others, deferred_.end());
+    deferred_aborts_.store(deferred_.size(), std::memory_order_relaxed);
+  }
+  // 2. Abort each as its handle would have: a handle again, dropped at once.
+  for (auto& state : mine) Transaction abandoned(this, std::move(state));
 }
 
 TransactionManager::TransactionManager(LogManager* log, DurableStore* store)

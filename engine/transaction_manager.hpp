@@ -16,6 +16,7 @@
 #include <memory>
 #include <span>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -83,6 +84,26 @@ class TransactionManager {
   // undoes it from the log.
   void forget(TransactionState& txn);
   bool needs_restart() const { return needs_restart_.load(std::memory_order_relaxed); }
+  // A transaction whose handle died inside a call on this database that runs the caller's code
+  // (a scan's visit function), where no abort can run: it is marked abandoned (a scan in it
+  // stops) and kept, its rows still locked, until this thread's call has ended
+  // (AbortsDeferredHere). Not under the latch; noexcept but for memory.
+  void abort_later(std::unique_ptr<TransactionState> state);
+  // Where a call that runs the caller's code ends: once this thread is inside no call on the
+  // database, the transactions abandoned inside it (abort_later) are aborted.
+  class [[nodiscard]] AbortsDeferredHere {
+   public:
+    explicit AbortsDeferredHere(TransactionManager& manager) : manager_(manager) {}
+    ~AbortsDeferredHere() {
+      if (manager_.deferred_aborts_.load(std::memory_order_relaxed) != 0) [[unlikely]]
+        manager_.abort_deferred_here();
+    }
+    AbortsDeferredHere(const AbortsDeferredHere&) = delete;
+    AbortsDeferredHere& operator=(const AbortsDeferredHere&) = delete;
+
+   private:
+    TransactionManager& manager_;
+  };
 
   // At open: Error unless the log can take an operation of operation_bytes with undo_room
   // bytes of live undo beside it. `what` names the operation in the message.
@@ -237,6 +258,7 @@ class TransactionManager {
   void end_abort(TransactionState& txn);
   void finish(TransactionState& txn);
   void refuse_if_restart_needed(std::string_view what) const;
+  void abort_deferred_here();
   Lsn choose_keep_from();
   void copy_live_undo_forward(Lsn keep_from);
   void analyse_and_redo(RestartReport& report);
@@ -273,6 +295,14 @@ class TransactionManager {
   LockManager locks_{latch_};
   TransactionState autocommit_;
   bool autocommit_active_ = false;
+  // Abandoned transactions (abort_later), by the thread whose call they wait for; their count
+  // is read where every scan ends.
+  struct DeferredAbort {
+    std::thread::id thread;
+    std::unique_ptr<TransactionState> state;
+  };
+  std::vector<DeferredAbort> deferred_;  // under bookkeeping_
+  std::atomic<std::size_t> deferred_aborts_{0};
   std::map<TxnId, Loser> losers_;
   std::unordered_map<std::uint32_t, std::vector<PendingUndo>> pending_;  // oldest first
   // Checkpoint-begin records since the log's start, oldest first: where it may start next.

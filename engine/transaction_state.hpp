@@ -53,6 +53,9 @@ class TransactionState {
   std::vector<RowRemovals*> removals;  // tables it removed rows from, each once
   bool finished = false;
   bool listed = false;  // among the manager's active transactions (checkpoints see it)
+  // Its handle died inside a call on the database; aborted once that call ends
+  // (TransactionManager::abort_later).
+  bool abandoned = false;
 
   void chain(Lsn lsn) {
     if (first_lsn == kNoLsn) first_lsn = lsn;
@@ -67,6 +70,7 @@ class TransactionState {
     locks.clear();
     removals.clear();
     finished = false;
+    abandoned = false;
   }
   std::span<const std::byte> payload(const UndoStep& step) const {
     return std::span(undo_bytes).subspan(step.offset, step.size);

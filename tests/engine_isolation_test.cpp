@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "engine/database.hpp"
+#include "engine/operation_latch.hpp"
 #include "engine/table.hpp"
 #include "engine/transaction_state.hpp"
 #include "test_support.hpp"
@@ -286,6 +287,59 @@ TEST_P(Isolation, AScanMeetsTheLockOfOnlyARowItsVisitAsksFor) {
   a.commit();
   Account seen;
   EXPECT_TRUE(accounts.get(50, seen) && seen.balance == 1);
+}
+
+// A Transaction handle destroyed inside a scan's visit function. Found by an outside audit: its
+// abort could take no latch there, nor could the fallback, and the process ended in
+// std::terminate. Its abort now waits until the scan has ended: then its change is undone and
+// its rows are free. A scan whose own transaction is dropped in its visit stops at that row.
+// In place (a thread alone, after many scans) and leaf by leaf (on a thread of its own).
+TEST_P(Isolation, ATransactionDroppedInsideAVisitIsAbortedOnceTheScanEnds) {
+  auto db = open();
+  auto accounts = db->create_table<std::uint64_t, Account>("accounts");
+  for (std::uint64_t k = 0; k < 100; ++k) ASSERT_TRUE(accounts.insert(k * 10, {100, 0}));
+  const auto every_row_free = [&] {
+    Transaction probe = db->begin();
+    for (std::uint64_t k = 0; k < 100; ++k)
+      EXPECT_NO_THROW(accounts.update(probe, k * 10, {100, 0}));
+    probe.abort();
+  };
+  const auto drop_inside_visits = [&](const char* where) {
+    SCOPED_TRACE(where);
+    Transaction other = db->begin();
+    ASSERT_TRUE(accounts.update(other, 500, {1, 0}));
+    std::size_t visits = 0;
+    std::size_t visited = accounts.scan(0, 10, [&](const std::uint64_t&, const Account&) {
+      if (++visits == 3) other = Transaction{};  // the old handle's abort waits
+      return true;
+    });
+    EXPECT_EQ(visited, 10u) << "another transaction's end leaves the scan going";
+    EXPECT_FALSE(other.active());
+    Account seen{};
+    EXPECT_TRUE(accounts.get(500, seen));
+    EXPECT_EQ(seen.balance, 100) << "its update undone";
+    every_row_free();
+
+    Transaction own = db->begin();
+    ASSERT_TRUE(accounts.update(own, 20, {3, 0}));
+    visits = 0;
+    visited = accounts.scan(own, 0, SIZE_MAX, [&](const std::uint64_t& key, const Account& row) {
+      if (key == 20) {
+        EXPECT_EQ(row.balance, 3) << "its own update, seen in its scan";
+      }
+      if (++visits == 4) own = Transaction{};
+      return true;
+    });
+    EXPECT_EQ(visited, 4u) << "the scan stops where its transaction was dropped";
+    EXPECT_TRUE(accounts.get(20, seen));
+    EXPECT_EQ(seen.balance, 100) << "its update undone";
+    every_row_free();  // the rows it read and copied ahead are free again
+  };
+  // A thread alone scans in place once it has asked often enough (OperationLatch::alone_here).
+  for (int i = 0; i < 2 * static_cast<int>(OperationLatch::kAloneAfter); ++i)
+    accounts.scan(0, 1, [](const std::uint64_t&, const Account&) { return true; });
+  drop_inside_visits("in place");
+  std::thread([&] { drop_inside_visits("leaf by leaf"); }).join();
 }
 
 // Scans beside transactions that remove and insert rows and then abort: the table as committed

@@ -203,7 +203,8 @@ class BTree {
     while (visited < limit) {
       std::optional<K> fence;  // the smallest key above this leaf's range
       std::size_t n = copy_leaf_from(
-          next, limit - visited, batch, fence, [](const K&) { return true; }, [](std::size_t) {});
+          next, limit - visited, batch, fence, [](const K&) { return true; },
+          [](std::size_t copied) { return copied; });
       for (std::size_t e = 0; e < n; ++e) {
         K k;
         V v;
@@ -222,7 +223,7 @@ class BTree {
   // above the leaf's range (none: the last leaf). on_copied(key) runs for each entry copied,
   // and all_copied(n) after the last, while the leaf is still held (BTreeTable locks the rows
   // there, and the rows removed from what the copy covered); on_copied returning false ends
-  // the copy before that entry.
+  // the copy before that entry, and all_copied returns how many of the n entries to keep.
   template <typename OnCopied, typename AllCopied>
   std::size_t copy_leaf_from(const K& from, std::size_t limit, std::vector<std::byte>& batch,
                              std::optional<K>& fence, OnCopied&& on_copied,
@@ -252,10 +253,11 @@ class BTree {
       std::memcpy(&key, out, sizeof(K));
       if (!on_copied(static_cast<const K&>(key))) {
         n = e;
-        batch.resize(n * (sizeof(K) + sizeof(V)));
+        break;
       }
     }
-    all_copied(n);
+    n = all_copied(n);
+    batch.resize(n * (sizeof(K) + sizeof(V)));
     return n;
   }
 

@@ -353,7 +353,8 @@ class BTreeTable final : public TableInterface<K, V> {
   // Locks (in a transaction) or checks the rows that other unfinished transactions removed
   // from what a scan covered, from low to high (none: the table's end), as it would the rows
   // themselves (engine/removed_rows.hpp). A row a change outside transactions holds for a
-  // moment is returned (RowBusy for a scan outside transactions).
+  // moment is returned (RowBusy for a scan outside transactions). A scan in place locks the
+  // gap before each row it visits; one leaf by leaf its copy's (scan_leaf_by_leaf).
   std::optional<K> lock_removed_rows(TransactionState* txn, const K& low, bool low_inclusive,
                                      const K* high, bool high_inclusive) {
     if (!removed_rows_.any()) [[likely]]
@@ -468,19 +469,34 @@ class BTreeTable final : public TableInterface<K, V> {
               // What the copy covered: to its last row where it stopped inside the leaf, else
               // to the next leaf's fence or the table's end; its removed rows are locked while
               // the leaf is held, so no remove, reinsert and commit of one comes in between.
-              const auto lock_removed = [&](std::size_t n) {
+              // A removed row another transaction holds is met as a row would be: it ends the
+              // copy before it, unless no row before it is left to visit.
+              const auto lock_removed = [&](std::size_t n) -> std::size_t {
                 if (!removed_rows_.any()) [[likely]]
-                  return;
+                  return n;
                 const bool inside = n == wanted || cut;
                 K last_copied = next;
-                if (inside) {
-                  V value;
-                  BTree<K, V, Access>::batch_entry(batch, n - 1, last_copied, value);
-                }
+                V value;
+                if (inside) BTree<K, V, Access>::batch_entry(batch, n - 1, last_copied, value);
                 const K* high = inside ? &last_copied : leaf_fence ? &*leaf_fence : nullptr;
-                if (const std::optional<K> busy =
-                        lock_removed_rows(txn, next, !resumed, high, inside))
-                  throw RowBusy{*busy};
+                std::vector<K> removed;
+                removed_rows_.others_between(txn, next, !resumed, high, inside, removed);
+                for (const K& key : removed) {
+                  try {
+                    if (!lock_row(txn, key, LockMode::kShared)) throw RowBusy{key};
+                  } catch (const LockConflict&) {
+                    std::size_t below = 0, to_visit_below = 0;
+                    for (K row; below < n; ++below) {
+                      BTree<K, V, Access>::batch_entry(batch, below, row, value);
+                      if (!(row < key)) break;
+                      if (!(resumed && row == next)) ++to_visit_below;
+                    }
+                    if (to_visit_below == 0) throw;
+                    cut = true;
+                    return below;
+                  }
+                }
+                return n;
               };
               cut = false;
               std::size_t to_visit = 0;  // rows copied so far that the visit has not seen

@@ -259,34 +259,47 @@ TEST_P(Isolation, ScansMeetTheLockOfARowAnOpenTransactionRemoved) {
 // that row: a copy of rows ahead of the visit ends before it. Found by an outside audit: a scan
 // whose visit stopped at a row threw LockConflict for a row after it that it never visited,
 // in a transaction (rows copied in batches of 4, 8, ...) and outside one (whole leaves). The
-// scans run on a thread of their own, whose first operations run beside others (leaf by leaf).
+// same for a row the other transaction removed, which a scan meets where it stood (the audit's
+// second case). The scans run on a thread of their own, whose first operations run beside
+// others (leaf by leaf).
 TEST_P(Isolation, AScanMeetsTheLockOfOnlyARowItsVisitAsksFor) {
   auto db = open();
   auto accounts = db->create_table<std::uint64_t, Account>("accounts");
   for (std::uint64_t k = 0; k < 100; ++k) ASSERT_TRUE(accounts.insert(k * 10, {100, 0}));
-  Transaction a = db->begin();
-  ASSERT_TRUE(accounts.update(a, 50, {1, 0}));
-  std::thread([&] {
-    const auto until_40 = [](const std::uint64_t& key, const Account&) { return key < 40; };
-    std::size_t visits = 0;
-    const auto every_row = [&](const std::uint64_t&, const Account&) { return ++visits != 0; };
-    std::size_t visited = 0;
-    EXPECT_NO_THROW(visited = accounts.scan(0, SIZE_MAX, until_40)) << "outside a transaction";
-    EXPECT_EQ(visited, 5u);
-    Transaction b = db->begin();
-    visited = 0;
-    EXPECT_NO_THROW(visited = accounts.scan(b, 0, SIZE_MAX, until_40)) << "in a transaction";
-    EXPECT_EQ(visited, 5u);
-    EXPECT_THROW(accounts.scan(b, 0, SIZE_MAX, every_row), LockConflict);
-    EXPECT_EQ(visits, 5u) << "rows 0-40 visited, then row 50 met";
-    b.abort();
-    visits = 0;
-    EXPECT_THROW(accounts.scan(0, SIZE_MAX, every_row), LockConflict);
-    EXPECT_EQ(visits, 5u);
-  }).join();
-  a.commit();
-  Account seen;
-  EXPECT_TRUE(accounts.get(50, seen) && seen.balance == 1);
+  for (const bool removed : {true, false}) {
+    SCOPED_TRACE(removed ? "row 50 removed" : "row 50 updated");
+    Transaction a = db->begin();
+    if (removed)
+      ASSERT_TRUE(accounts.remove(a, 50));
+    else
+      ASSERT_TRUE(accounts.update(a, 50, {1, 0}));
+    std::thread([&] {
+      const auto until_40 = [](const std::uint64_t& key, const Account&) { return key < 40; };
+      std::size_t visits = 0;
+      const auto every_row = [&](const std::uint64_t&, const Account&) { return ++visits != 0; };
+      std::size_t visited = 0;
+      EXPECT_NO_THROW(visited = accounts.scan(0, SIZE_MAX, until_40)) << "outside a transaction";
+      EXPECT_EQ(visited, 5u);
+      Transaction b = db->begin();
+      visited = 0;
+      EXPECT_NO_THROW(visited = accounts.scan(b, 0, SIZE_MAX, until_40)) << "in a transaction";
+      EXPECT_EQ(visited, 5u);
+      EXPECT_THROW(accounts.scan(b, 0, SIZE_MAX, every_row), LockConflict);
+      EXPECT_EQ(visits, 5u) << "rows 0-40 visited, then row 50 met";
+      b.abort();
+      visits = 0;
+      EXPECT_THROW(accounts.scan(0, SIZE_MAX, every_row), LockConflict);
+      EXPECT_EQ(visits, 5u);
+    }).join();
+    Account seen{};
+    if (removed) {
+      a.abort();
+      EXPECT_TRUE(accounts.get(50, seen) && seen.balance == 100);
+    } else {
+      a.commit();
+      EXPECT_TRUE(accounts.get(50, seen) && seen.balance == 1);
+    }
+  }
 }
 
 // A Transaction handle destroyed inside a scan's visit function. Found by an outside audit: its

@@ -525,7 +525,9 @@ class BTreeTable final : public TableInterface<K, V> {
       }
       const OperationLatch::Visiting visiting(transactions_.latch());
       K key = next;
-      for (std::size_t e = 0; e < copied; ++e) {
+      // The row resumed after may be gone (removed outside the scan's transaction): then the
+      // copy holds one row more than the limit leaves.
+      for (std::size_t e = 0; e < copied && visited < limit; ++e) {
         V value;
         BTree<K, V, Access>::batch_entry(batch, e, key, value);
         if (e == 0 && resumed && key == next) continue;

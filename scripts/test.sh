@@ -37,7 +37,7 @@ tsan_tests=(engine_log_manager_test engine_threads_test tiers_resident_reads_tes
   engine_split_room_test tiers_building_blocks_test engine_isolation_test)
 tsan_filters=('*Concurrent*:*OutOfOrder*' '*' '*Threads*:*LetGo*:*Retired*' '*Threads*' '*Threads*'
   '*' '*Threads*' '*Threads*' '*' '*' '*' '*' '*' '*Threads*' '*' '*Threads*'
-  '*Racing*' '*ScansBeside*:*Intermediate*:*AScanMeets*:*Dropped*')
+  '*Racing*' '*ScansBeside*:*Intermediate*:*AScan*:*Dropped*')
 cmake -S "$root" -B "$root/build-tsan" -DTRISTORE_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" -DTRISTORE_BUILD_BENCHMARKS=OFF -DTRISTORE_WERROR=ON \
   >/dev/null

@@ -56,7 +56,6 @@ BufferManager::BufferManager(const BufferManagerOptions& options)
       admission_set_(admission_capacity(options_)),
       nvm_eviction_batch_(nvm_eviction_batch(options_)) {
   if (nvm_ == nullptr) return;
-  appends_beside_ = cache_line_grained_;
   nvm_victims_.reserve(nvm_eviction_batch_);
   // Restart: every occupied slot header names a page that lives in NVM (NvmTier::open has
   // already picked each header's intact version).

@@ -421,7 +421,8 @@ class BufferManager {
   // own: appends beside it read the fields around it.
   const ReaderSlots* readers_ = nullptr;
   const ReaderSlots* changers_ = nullptr;
-  bool appends_beside_ = false;  // append_for_reader may run (set at construction)
+  // Lines are appended to frames beside others: in the cache-line-grained NVM tier only.
+  bool appends_beside() const { return cache_line_grained_ && nvm_ != nullptr; }
   const std::byte* append_lines(FrameHeader* frame, std::uint32_t offset, std::uint32_t length);
   alignas(64) SpinLatch miss_latch_;
   alignas(64) bool sharing_ = false;  // a miss is served: readers may be beside it

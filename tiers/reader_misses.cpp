@@ -93,7 +93,7 @@ const std::byte* BufferManager::read_for_reader(FrameHeader*& frame, std::uint32
 
 const std::byte* BufferManager::append_for_reader(FrameHeader* frame, std::uint32_t offset,
                                                   std::uint32_t length) {
-  if (!appends_beside_ || frame->nvm == nullptr || frame->has(frame_flag::kLetGo)) return nullptr;
+  if (!appends_beside() || frame->nvm == nullptr || frame->has(frame_flag::kLetGo)) return nullptr;
   if (!frame->try_latch_appends()) return nullptr;  // another append to it: take turns there
   const std::byte* bytes = append_lines(frame, offset, length);
   frame->unlatch_appends();
@@ -105,7 +105,7 @@ const std::byte* BufferManager::append_beside_changes(FrameHeader* frame, std::u
   // The append latch would race a changer's plain stores to the word (FrameHeader): the frame
   // latch keeps appends apart from changes, from a checkpoint's write-back (which may give a
   // page its NVM slot) and from each other.
-  if (!appends_beside_) return nullptr;
+  if (!appends_beside()) return nullptr;
   if (!latched && !frame->try_latch_exclusive()) return nullptr;
   const std::byte* bytes = frame->nvm == nullptr || frame->has(frame_flag::kLetGo)
                                ? nullptr

@@ -4,7 +4,7 @@
   scaling_plot.py RESULTS_DIR NAME
 
 Results are named PANEL_ARCH_tTHREADS.json; PANEL (ycsb-dram, ycsb-nvm, ycsb-ssd, ycsb-rw, tpcc,
-tpcc-nvm) picks the panel.
+tpcc-nvm, ycsb-nvm-lat) picks the panel; four panels to a row.
 The two-thread points are labelled with their speed-up over the one-thread run.
 Writes results/plots/NAME.png.
 """
@@ -20,7 +20,9 @@ PANELS = {
     "ycsb-rw": "YCSB-RW 50 % updates",
     "tpcc": "TPC-C",
     "tpcc-nvm": "TPC-C, data in NVM",
+    "ycsb-nvm-lat": "YCSB-RO, NVM reads 500 ns",
 }
+PANELS_PER_ROW = 4
 
 
 def main():
@@ -37,8 +39,12 @@ def main():
     panels = [p for p in PANELS if p in by_panel]
 
     plt = tr.pyplot()
-    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.4), squeeze=False)
-    for ax, panel in zip(axes[0], panels):
+    columns = min(len(panels), PANELS_PER_ROW)
+    rows = -(-len(panels) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(4 * columns, 3.4 * rows), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    for ax, panel in zip(axes.flat, panels):
         runs = by_panel[panel]
         for arch, arch_runs in tr.by_arch(runs).items():
             label, colour, marker = tr.ARCH_STYLE[arch]

@@ -8,8 +8,10 @@
 #   tpcc       TPC-C, 2 warehouses in DRAM, a terminal per thread at home in its warehouse
 #   tpcc-nvm   the same with DRAM 64 MiB, NVM 256 MiB: changes load pages and lines beside
 #              each other (tiers/changer_misses.cpp)
-# No NVM latency injected (pass --nvm-read-ns 500 to inject it: the threads charge it side by
-# side). Writes results/threads/*.json and results/plots/threads.png. ~10 min.
+#   ycsb-nvm-lat  ycsb-nvm with 500 ns NVM reads injected (the paper's setting): each thread
+#              charges its own misses' latency beside the others
+# No NVM latency injected elsewhere (pass --nvm-read-ns 500 to inject it everywhere; then the
+# last panel is left out). Writes results/threads/*.json and results/plots/threads.png. ~14 min.
 source "$(dirname "$0")/lib.sh"
 threads_list=${THREADS:-"1 2 4"}
 
@@ -42,5 +44,10 @@ for threads in $threads_list; do
   # nvm-direct keeps every page in NVM: room for the tables' growth.
   run "tpcc_nvm-direct_t${threads}" --arch nvm-direct --threads "$threads" --workload tpcc \
     --warehouses 2 --dram 1GiB --nvm 4GiB --ssd 2GiB "$@"
+  [[ " $* " == *" --nvm-read-ns"* ]] && continue
+  for arch in 3tier basic-nvm nvm-direct; do
+    run "ycsb-nvm-lat_${arch}_t${threads}" --arch "$arch" --threads "$threads" --workload ycsb-ro \
+      --records "$(ycsb_records 400)" --dram 64MiB --nvm 1GiB --ssd 1GiB --nvm-read-ns 500 "$@"
+  done
 done
 plot scaling_plot.py "$out" threads

@@ -69,7 +69,7 @@ def main():
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     fig.tight_layout()
-    tr.save(fig, args.name, results)
+    tr.save(fig, args.name, results, varies_along="as the panel titles say")
 
 
 if __name__ == "__main__":

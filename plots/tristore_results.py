@@ -79,16 +79,21 @@ def mib(n):
     return n / (1024 * 1024)
 
 
-def nvm_model(results):
+def nvm_model(results, varies_along="x axis"):
     """One line naming the NVM emulation the runs had: latencies per line and the simulated LLC.
 
-    A setting that differs between the runs (Fig. 12 varies the latency) is named as varying."""
+    A setting that differs between the runs (Fig. 12 varies the latency) is named as varying,
+    along varies_along."""
 
     def setting(key, show):
         values = sorted({r["config"].get(key, 0) for r in results if r["config"]["arch"] != "main-memory"})
         if not values:
             return "-"
-        return show(values[0]) if len(values) == 1 else "varies (x axis)"
+        if len(values) == 1:
+            return show(values[0])
+        if len(values) == 2:
+            return f"{show(values[0])} or {show(values[1])} ({varies_along})"
+        return f"varies ({varies_along})"
 
     read = setting("nvm_read_ns", lambda ns: f"{ns} ns")
     write = setting("nvm_write_ns", lambda ns: f"{ns} ns")
@@ -97,10 +102,10 @@ def nvm_model(results):
             f"simulated LLC {llc}")
 
 
-def save(fig, name, results=None):
+def save(fig, name, results=None, varies_along="x axis"):
     """Writes results/plots/NAME.png; with results, the NVM model goes beneath the figure."""
     if results:
-        fig.text(0.0, -0.02, nvm_model(results), fontsize=7, va="top", ha="left")
+        fig.text(0.0, -0.02, nvm_model(results, varies_along), fontsize=7, va="top", ha="left")
     PLOTS_DIR.mkdir(parents=True, exist_ok=True)
     path = PLOTS_DIR / f"{name}.png"
     fig.savefig(path, dpi=120, bbox_inches="tight")

@@ -25,7 +25,7 @@ namespace tristore {
   X(reader_misses)         /* misses of readers sharing the latch, under the miss latch */     \
   X(reader_retries)        /* such reads run again exclusive: no frame free yet */             \
   X(reader_appends)        /* misses served by appending lines beside others, changers' too */ \
-  X(reader_ssd_waits)      /* such misses that waited for another's SSD read of the page */    \
+  X(reader_load_waits)     /* such misses that waited for another's read of the page whole */  \
   X(changer_misses)        /* pages loaded or swizzled for changes beside others */            \
   X(changes_beside)        /* reads and changes in transactions served beside each other */    \
   X(changes_retried)       /* such operations that needed more, run again exclusively */       \

@@ -12,13 +12,14 @@
 namespace tristore {
 
 NvmTier::NvmTier(std::unique_ptr<NvmDevice> device, const NvmLayout& layout,
-                 std::uint64_t database_id)
+                 std::uint64_t database_id, std::function<void(SlotId)> before_page_read)
     : device_(std::move(device)),
       layout_(layout),
       database_id_(database_id),
       header_lines_(reinterpret_cast<NvmSlotHeaderLine*>(device_->base() + layout.headers_offset)),
       slots_(device_->base() + layout.slots_offset),
-      slots_end_(slots_ + layout.slot_count * kPageSize) {}
+      slots_end_(slots_ + layout.slot_count * kPageSize),
+      before_page_read_(std::move(before_page_read)) {}
 
 std::unique_ptr<NvmTier> NvmTier::create(const NvmTierOptions& options) {
   // 1. Fit the layout into the requested size before creating anything.
@@ -62,7 +63,8 @@ std::unique_ptr<NvmTier> NvmTier::create(const NvmTierOptions& options) {
   std::memcpy(device->base(), &superblock, sizeof(superblock));
   device->persist(device->base(), sizeof(superblock));
 
-  auto tier = std::unique_ptr<NvmTier>(new NvmTier(std::move(device), layout, database_id));
+  auto tier = std::unique_ptr<NvmTier>(
+      new NvmTier(std::move(device), layout, database_id, options.before_page_read));
   tier->load_headers();
   return tier;
 }
@@ -109,8 +111,8 @@ std::unique_ptr<NvmTier> NvmTier::open(const NvmTierOptions& options) {
          superblock.slot_count, superblock.log_bytes, superblock.file_bytes);
 
   // 5. Rebuild the header mirror and the free list from the persisted headers.
-  auto tier =
-      std::unique_ptr<NvmTier>(new NvmTier(std::move(device), layout, superblock.database_id));
+  auto tier = std::unique_ptr<NvmTier>(
+      new NvmTier(std::move(device), layout, superblock.database_id, options.before_page_read));
   tier->load_headers();
   return tier;
 }

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -23,6 +24,9 @@ struct NvmTierOptions {
   std::uint64_t log_bytes = 16ull << 20;  // rounded up to 4 KiB
   std::uint64_t database_id = 0;          // create: 0 = pick a random id; open: 0 = accept any
   std::string architecture;  // create: recorded in the superblock; open: must match (empty: any)
+  // Tests: called before read_page copies a slot, on the reading thread; it may wait (a read
+  // held in flight) or throw (a failed read).
+  std::function<void(SlotId)> before_page_read = {};
 };
 
 class NvmTier {
@@ -75,6 +79,12 @@ class NvmTier {
     mark_content_checked(id);
     note_changed_in_place(id);
   }
+  // The whole page in slot `id` into DRAM (page-grained tiers), charged as NVM reads.
+  void read_page(SlotId id, std::byte* dram) {
+    if (before_page_read_) [[unlikely]]
+      before_page_read_(id);
+    device_->read(dram, slot(id), kPageSize);
+  }
   // Reads the whole slot (charged as NVM reads) and compares; Error naming the file, the slot
   // and the page on a mismatch.
   void check_content(SlotId id);
@@ -104,7 +114,8 @@ class NvmTier {
   const NvmDevice& device() const { return *device_; }
 
  private:
-  NvmTier(std::unique_ptr<NvmDevice> device, const NvmLayout& layout, std::uint64_t database_id);
+  NvmTier(std::unique_ptr<NvmDevice> device, const NvmLayout& layout, std::uint64_t database_id,
+          std::function<void(SlotId)> before_page_read);
   std::byte* base() const { return device_->base(); }
   static constexpr auto kRelaxed = std::memory_order_relaxed;
   static std::atomic_ref<std::uint8_t> flag(const std::vector<std::uint8_t>& flags, SlotId id) {
@@ -126,6 +137,7 @@ class NvmTier {
   std::byte* slots_;
   std::byte* slots_end_;
   std::vector<SlotId> free_slots_;  // a stack; lowest ids on top after a rebuild
+  std::function<void(SlotId)> before_page_read_;
 };
 
 }  // namespace tristore

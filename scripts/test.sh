@@ -31,7 +31,7 @@ cmake --build "$root/build-poison" -j "$(nproc)" --target "${poison_tests[@]}"
 # must show no data race.
 tsan_tests=(engine_log_manager_test engine_threads_test tiers_resident_reads_test
   tiers_resident_writes_test tiers_nvm_direct_writes_test engine_threads_crash_simulator_test
-  emulation_nvm_device_test workloads_tpcc_transactions_test tiers_ssd_loads_test
+  emulation_nvm_device_test workloads_tpcc_transactions_test tiers_page_loads_test
   ssd_write_behind_queue_test tiers_changer_misses_test common_shared_spin_latch_test
   btree_splits_beside_test btree_removes_beside_test common_thread_slot_test
   engine_split_room_test tiers_building_blocks_test engine_isolation_test)

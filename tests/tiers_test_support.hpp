@@ -41,10 +41,12 @@ class TestTiers {
  public:
   static constexpr std::uint64_t kLogBytes = 4096;
 
-  // before_read: SsdOptions::before_read of the SSD file.
+  // before_read: SsdOptions::before_read of the SSD file; before_page_read:
+  // NvmTierOptions::before_page_read of the NVM file.
   TestTiers(const std::string& tag, std::uint64_t nvm_slots, std::uint64_t ssd_pages,
-            std::function<void(PageId)> before_read = {})
-      : before_read_(std::move(before_read)) {
+            std::function<void(PageId)> before_read = {},
+            std::function<void(SlotId)> before_page_read = {})
+      : before_read_(std::move(before_read)), before_page_read_(std::move(before_page_read)) {
     static int serial = 0;
     const std::string unique =
         tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(serial++);
@@ -76,6 +78,7 @@ class TestTiers {
     options.device.size_bytes = create ? NvmLayout::compute(nvm_slots_, kLogBytes).end : 0;
     options.device.create = create;
     options.log_bytes = kLogBytes;
+    options.before_page_read = before_page_read_;
     return options;
   }
 
@@ -98,6 +101,7 @@ class TestTiers {
   }
 
   std::function<void(PageId)> before_read_;
+  std::function<void(SlotId)> before_page_read_;
   std::string nvm_path_, dir_, ssd_path_;
   std::uint64_t nvm_slots_ = 0, ssd_pages_ = 0;
 };

@@ -121,24 +121,32 @@ FullFrame* BufferManager::make_page() {
   return frame;
 }
 
-FrameHeader* BufferManager::find_or_load(PageId page_id, SsdLoad* beside) {
+FrameHeader* BufferManager::find_or_load(PageId page_id, PageLoad* beside) {
   // A DRAM frame, an NVM slot (transition 2) or only on SSD (transition 1).
   ++counters_.page_table_lookups;
   void* const* entry = page_table_.find(page_id);
   if (entry != nullptr && (nvm_ == nullptr || !nvm_->in_slot_area(*entry))) {
     auto* frame = static_cast<FrameHeader*>(*entry);
     if (frame->has(frame_flag::kLoading)) [[unlikely]] {
-      // Only readers share the database latch with a read under way, and they wait for it.
-      assert(beside != nullptr && "a page read from SSD outside the exclusive latch");
-      *beside = SsdLoad{as_full(frame), false, {}};
+      // Only readers and changes share the database latch with a read under way, and they
+      // wait for it.
+      assert(beside != nullptr && "a page read outside the exclusive latch");
+      *beside = PageLoad{as_full(frame), false, {}};
       return nullptr;
     }
     return frame;
   }
-  if (entry != nullptr) return load_from_nvm(page_id, static_cast<std::byte*>(*entry));
+  if (entry != nullptr) {
+    // Cache-line-grained: an empty frame. Page-grained: the copy runs outside the miss latch
+    // too, as an SSD read does.
+    auto* slot = static_cast<std::byte*>(*entry);
+    if (beside == nullptr || cache_line_grained_) return load_from_nvm(page_id, slot);
+    *beside = PageLoad{begin_page_load(page_id, slot), true, {}};
+    return nullptr;
+  }
   if (ssd_ == nullptr) fail("page {} does not exist (not in any NVM slot)", page_id);
   if (beside == nullptr) return load_from_ssd(page_id);
-  *beside = SsdLoad{begin_ssd_load(page_id), true, {}};
+  *beside = PageLoad{begin_page_load(page_id, nullptr), true, {}};
   return nullptr;
 }
 
@@ -243,17 +251,17 @@ Counters BufferManager::counters() const {
     total.reader_appends += reads.appends.load(std::memory_order_relaxed);
     total.leaf_reads_retried += reads.leaf_reads_retried.load(std::memory_order_relaxed);
   }
-  total.reader_ssd_waits += reader_ssd_waits();
+  total.reader_load_waits += reader_load_waits();
   changes_beside_.add_to(total);
   if (nvm_ != nullptr) total += nvm_->device().counters();
   if (ssd_ != nullptr) total += ssd_->counters();
   return total;
 }
 
-std::uint64_t BufferManager::reader_ssd_waits() const {
+std::uint64_t BufferManager::reader_load_waits() const {
   std::uint64_t total = 0;
   for (const ThreadReads& reads : thread_reads_)
-    total += reads.ssd_waits.load(std::memory_order_relaxed);
+    total += reads.load_waits.load(std::memory_order_relaxed);
   return total;
 }
 

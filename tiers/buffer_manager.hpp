@@ -39,7 +39,7 @@
 // the miss latch (fix_for_reader, read_for_reader), while the other readers go on; but a page
 // read from SSD is read outside the miss latch, many at once, its frame in the page table
 // meanwhile as an I/O-in-flight entry that other readers of the page wait for
-// (tiers/ssd_loads.cpp). Nothing a
+// (tiers/page_loads.cpp), as is a page copied whole from a page-grained NVM tier. Nothing a
 // reader may be looking at is changed or reused under it: lines are only added (a mini page
 // keeps them in load order; one whose lines must be sorted is replaced by a sorted copy), and
 // frames let go (evicted, replaced, promoted) go back to the pool only once the readers inside
@@ -170,8 +170,8 @@ class BufferManager {
 
   // The buffer manager's own counters plus the NVM device's and the SSD file's.
   Counters counters() const;
-  // Counters::reader_ssd_waits alone: safe to read beside readers (counters() is not).
-  std::uint64_t reader_ssd_waits() const;
+  // Counters::reader_load_waits alone: safe to read beside readers (counters() is not).
+  std::uint64_t reader_load_waits() const;
   const Counters& own_counters() const { return counters_; }
   const AdmissionStats& admission_stats() const { return admission_stats_; }
   BufferMemoryUsage memory_usage() const;
@@ -294,23 +294,27 @@ class BufferManager {
   Guard fix_through_table(Swip& swip, Guard* parent, bool may_swizzle = true);
   // A new page in a full frame, zeroed, resident and dirty, not yet in the page table.
   FullFrame* make_page();
-  // A page a reader reads from SSD outside the miss latch (tiers/ssd_loads.cpp): its full frame
-  // sits in the page table marked kLoading, fixed so that no eviction takes it, and readers
-  // that want the page meanwhile wait for it rather than read it again.
-  struct SsdLoad {
-    FullFrame* frame = nullptr;  // null: none
-    bool mine = false;           // this reader reads it; else it waits for the one that does
+  // A page a reader or a change reads whole, from SSD or from a page-grained NVM tier, outside
+  // the miss latch (tiers/page_loads.cpp): its full frame sits in the page table marked
+  // kLoading, fixed so that no eviction takes it, and threads that want the page meanwhile
+  // wait for it rather than read it again.
+  struct PageLoad {
+    FullFrame* frame = nullptr;  // null: none; its `nvm`, if set, is the slot read from
+    bool mine = false;           // this thread reads it; else it waits for the one that does
     std::exception_ptr error;    // the read's, thrown under the miss latch
   };
   // Step 1 of a fix: the page's DRAM frame, loaded from NVM or SSD if need be. Given `beside`
-  // (a reader, under the miss latch), a page only on SSD or being read from it gives null and
-  // `beside` names the frame to read or to wait for.
-  FrameHeader* find_or_load(PageId page_id, SsdLoad* beside);
-  FullFrame* begin_ssd_load(PageId page_id);  // under the miss latch
-  void await_ssd_load(SsdLoad& load);         // outside it: read, or wait for the reader that does
-  void finish_ssd_load(SsdLoad& load);        // under it: show the page, or throw the read's error
+  // (a reader or a change, under the miss latch), a page to be read whole, or being read,
+  // gives null and `beside` names the frame to read or to wait for.
+  FrameHeader* find_or_load(PageId page_id, PageLoad* beside);
+  // Under the miss latch; nvm_slot: the page's slot, or null to read it from SSD.
+  FullFrame* begin_page_load(PageId page_id, std::byte* nvm_slot);
+  void await_page_load(PageLoad& load);   // outside it: read, or wait for the thread that does
+  void finish_page_load(PageLoad& load);  // under it: show the page, or throw the read's error
   void claim_ssd_page(PageId page_id);
   Lsn write_back_lsn(FrameHeader* frame) const;
+  // A frame for the page in NVM slot `slot`, its content checked, nothing loaded yet.
+  FrameHeader* frame_for_nvm_slot(PageId page_id, std::byte* slot, bool mini);
   FrameHeader* load_from_nvm(PageId page_id, std::byte* slot);
   FrameHeader* load_from_ssd(PageId page_id);
   std::byte* load_full_lines(FullFrame* frame, std::size_t first, std::size_t last);
@@ -437,7 +441,7 @@ class BufferManager {
     std::atomic<std::uint64_t> page_table_lookups{0};
     std::atomic<std::uint64_t> appends{0};
     std::atomic<std::uint64_t> leaf_reads_retried{0};  // optimistic tries a change spoilt
-    std::atomic<std::uint64_t> ssd_waits{0};           // for another reader's SSD read
+    std::atomic<std::uint64_t> load_waits{0};          // for another thread's read of a page
   };
   std::array<ThreadReads, kThreadSlots> thread_reads_;
   ChangesBesideCounts changes_beside_;

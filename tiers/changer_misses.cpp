@@ -13,13 +13,13 @@
 namespace tristore {
 
 FrameHeader* BufferManager::fix_beside_changes(Swip& swip, FrameHeader* parent) {
-  SsdLoad load;  // a read of the page from SSD, outside the miss latch
+  PageLoad load;  // a read of the page whole (SSD, NVM), outside the miss latch
   for (bool counted = false;; counted = true) {
-    if (load.frame != nullptr) await_ssd_load(load);
+    if (load.frame != nullptr) await_page_load(load);
     const ServingMiss serving(*this, &BufferManager::changing_);
     if (!counted) ++counters_.changer_misses;
-    if (load.mine) finish_ssd_load(load);
-    load = SsdLoad{};
+    if (load.mine) finish_page_load(load);
+    load = PageLoad{};
     // 1. Another miss may have swizzled the swip since the changer looked.
     const Swip seen = Swip::load(swip);
     if (seen.is_swizzled()) return seen.frame<FrameHeader>();

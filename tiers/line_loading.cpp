@@ -10,7 +10,7 @@
 
 namespace tristore {
 
-FrameHeader* BufferManager::load_from_nvm(PageId page_id, std::byte* slot) {
+FrameHeader* BufferManager::frame_for_nvm_slot(PageId page_id, std::byte* slot, bool mini) {
   // 1. The slot's content, checked against its checksum once per open (the lines loaded later
   //    come from NVM one by one, too late to check the page whole).
   const SlotId slot_id = nvm_->slot_of(slot);
@@ -19,7 +19,7 @@ FrameHeader* BufferManager::load_from_nvm(PageId page_id, std::byte* slot) {
   loading_slot_ = slot_id;
   FrameHeader* frame;
   try {
-    frame = mini_pages_ ? &allocate_mini()->header : &allocate_full()->header;
+    frame = mini ? &allocate_mini()->header : &allocate_full()->header;
   } catch (...) {
     loading_slot_ = ~SlotId{0};
     throw;
@@ -28,13 +28,18 @@ FrameHeader* BufferManager::load_from_nvm(PageId page_id, std::byte* slot) {
   nvm_referenced_[slot_id] = 1;
   frame->page_id = page_id;
   frame->nvm = slot;
-  // 3. Cache-line-grained: nothing loaded yet. Page-grained: the whole page now.
+  return frame;
+}
+
+FrameHeader* BufferManager::load_from_nvm(PageId page_id, std::byte* slot) {
+  FrameHeader* frame = frame_for_nvm_slot(page_id, slot, mini_pages_);
+  // Cache-line-grained: nothing loaded yet. Page-grained: the whole page now.
   if (mini_pages_) {
     ++counters_.mini_pages_created;
   } else if (!cache_line_grained_) {
     FullFrame* full = as_full(frame);
     unpoison_bytes(full->data, kPageSize);
-    nvm_device_->read(full->data, slot, kPageSize);
+    nvm_->read_page(nvm_->slot_of(slot), full->data);
     full->mark_all_resident();
   }
   page_table_.insert_or_assign(page_id, frame);

@@ -18,14 +18,14 @@ bool BufferManager::is_live(const FrameHeader* frame) const {
 }
 
 FrameHeader* BufferManager::fix_for_reader(Swip& swip, FrameHeader* parent) {
-  SsdLoad load;  // a read of the page from SSD, outside the miss latch
+  PageLoad load;  // a read of the page whole (SSD, NVM), outside the miss latch
   for (bool counted = false;; counted = true) {
-    if (load.frame != nullptr) await_ssd_load(load);
+    if (load.frame != nullptr) await_page_load(load);
     const ServingMiss serving(*this, &BufferManager::sharing_);
     if (!counted) ++counters_.reader_misses;
     try {
-      if (load.mine) finish_ssd_load(load);
-      load = SsdLoad{};
+      if (load.mine) finish_page_load(load);
+      load = PageLoad{};
       // 1. Another miss may have swizzled the swip since the reader looked.
       const Swip seen = Swip::load(swip);
       if (seen.is_swizzled()) return seen.frame<FrameHeader>();
@@ -53,13 +53,13 @@ FrameHeader* BufferManager::fix_for_reader(Swip& swip, FrameHeader* parent) {
 
 const std::byte* BufferManager::read_for_reader(FrameHeader*& frame, std::uint32_t offset,
                                                 std::uint32_t length) {
-  SsdLoad load;  // a read of the page from SSD, outside the miss latch
+  PageLoad load;  // a read of the page whole (SSD, NVM), outside the miss latch
   for (;;) {
-    if (load.frame != nullptr) await_ssd_load(load);
+    if (load.frame != nullptr) await_page_load(load);
     const ServingMiss serving(*this, &BufferManager::sharing_);
     try {
-      if (load.mine) finish_ssd_load(load);
-      load = SsdLoad{};
+      if (load.mine) finish_page_load(load);
+      load = PageLoad{};
       // 1. The page's frame now: the reader's may have been evicted, replaced or promoted
       //    (and the page read from SSD outside the latch, as a fix does).
       const PageId page_id = frame->page_id;
@@ -93,7 +93,9 @@ const std::byte* BufferManager::read_for_reader(FrameHeader*& frame, std::uint32
 
 const std::byte* BufferManager::append_for_reader(FrameHeader* frame, std::uint32_t offset,
                                                   std::uint32_t length) {
-  if (!appends_beside() || frame->nvm == nullptr || frame->has(frame_flag::kLetGo)) return nullptr;
+  if (!appends_beside() || frame->nvm == nullptr ||
+      frame->has(frame_flag::kLetGo | frame_flag::kLoading))
+    return nullptr;
   if (!frame->try_latch_appends()) return nullptr;  // another append to it: take turns there
   const std::byte* bytes = append_lines(frame, offset, length);
   frame->unlatch_appends();
@@ -107,9 +109,10 @@ const std::byte* BufferManager::append_beside_changes(FrameHeader* frame, std::u
   // page its NVM slot) and from each other.
   if (!appends_beside()) return nullptr;
   if (!latched && !frame->try_latch_exclusive()) return nullptr;
-  const std::byte* bytes = frame->nvm == nullptr || frame->has(frame_flag::kLetGo)
-                               ? nullptr
-                               : append_lines(frame, offset, length);
+  const std::byte* bytes =
+      frame->nvm == nullptr || frame->has(frame_flag::kLetGo | frame_flag::kLoading)
+          ? nullptr
+          : append_lines(frame, offset, length);
   if (!latched) frame->unlatch_exclusive();
   return bytes;
 }

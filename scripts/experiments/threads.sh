@@ -3,7 +3,7 @@
 #   ycsb-dram  YCSB-RO, ~100 MiB of data in DRAM 512 MiB: reads run side by side
 #   ycsb-nvm   YCSB-RO, ~400 MiB of data, DRAM 64 MiB, NVM 1 GiB: most reads load lines
 #   ycsb-ssd   YCSB-RO, uniform keys, ~160 MiB of data, DRAM 32 MiB (3tier: NVM 48 MiB): most
-#              reads read a page from SSD, side by side (tiers/ssd_loads.cpp)
+#              reads read a page from SSD, side by side (tiers/page_loads.cpp)
 #   ycsb-rw    YCSB with 50 % updates outside transactions (each durable), data in DRAM
 #   tpcc       TPC-C, 2 warehouses in DRAM, a terminal per thread at home in its warehouse
 #   tpcc-nvm   the same with DRAM 64 MiB, NVM 256 MiB: changes load pages and lines beside

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdio>
 #include <random>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -289,15 +290,20 @@ TEST(ChangerMissesThreads, PagesMoveUnderChangesAndCheckpointsBesideWriteEveryCh
 // again, while a checkpoint's write-back runs beside them too. A change that finds its frame
 // let go, or no frame free yet, runs again beside the others (the frames let go come back as
 // the changes inside then leave). Each read sees the thread's last write; after a flush every
-// page holds each thread's last writes and its pattern elsewhere.
-TEST(ChangerMissesThreads, MissesEvictBesideChangesAndLoseNoChange) {
+// page holds each thread's last writes and its pattern elsewhere. 3tier, and basic-nvm, whose
+// misses copy pages whole from NVM outside the miss latch (tiers/page_loads.cpp).
+class ChangerMissesThreadsEvicting : public ::testing::TestWithParam<Architecture> {};
+
+TEST_P(ChangerMissesThreadsEvicting, MissesEvictBesideChangesAndLoseNoChange) {
+  const Architecture& arch = GetParam();
   const std::uint64_t seed = testing_support::test_seed();
   constexpr std::size_t kPages = 64;
   constexpr unsigned kChangers = 5;
   constexpr int kChanges = 10000;
-  TestTiers tiers("changer-evict-threads", 128, 256);
-  // 8 slabs for 64 pages that outgrow their mini pages: most misses evict.
-  BufferManager bm(options_for(kArchitectures[0], tiers, 8));
+  TestTiers tiers("changer-evict-threads", 128, arch.ssd ? 256 : 0);
+  // 8 slabs for 64 pages that outgrow their mini pages (or are full frames): most misses
+  // evict.
+  BufferManager bm(options_for(arch, tiers, 8));
   ReaderSlots changes;
   bm.change_beside(&changes);
   std::vector<Swip> roots = testing::pattern_pages_written_down(bm, kPages);
@@ -376,6 +382,13 @@ TEST(ChangerMissesThreads, MissesEvictBesideChangesAndLoseNoChange) {
       for (std::size_t i = 0; i < kLinesEach; ++i) expected[byte_at(t, i)] = written[t][p][i];
   });
 }
+
+static_assert(std::string_view(kArchitectures[4].name) == "basic_nvm");
+INSTANTIATE_TEST_SUITE_P(ThreeTierAndBasicNvm, ChangerMissesThreadsEvicting,
+                         ::testing::Values(kArchitectures[0], kArchitectures[4]),
+                         [](const ::testing::TestParamInfo<Architecture>& info) {
+                           return std::string(info.param.name);
+                         });
 
 }  // namespace
 }  // namespace tristore

@@ -202,10 +202,14 @@ void NvmTier::free_slots(std::span<const SlotId> ids) {
 
 void NvmTier::check_content(SlotId id) {
   assert(id < layout_.slot_count);
+  if (mirror_[id].has_page_checksum()) device_->charge_read(slot(id), kPageSize);
+  check_copy(id, slot(id));
+}
+
+void NvmTier::check_copy(SlotId id, const std::byte* page) {
+  assert(id < layout_.slot_count);
   const NvmSlotHeader& header = mirror_[id];
   if (header.has_page_checksum()) {
-    const std::byte* page = slot(id);
-    device_->charge_read(page, kPageSize);
     const std::uint32_t computed = nvm_page_checksum(page);
     if (computed != header.page_checksum)
       fail(

@@ -88,6 +88,10 @@ class NvmTier {
   // Reads the whole slot (charged as NVM reads) and compares; Error naming the file, the slot
   // and the page on a mismatch.
   void check_content(SlotId id);
+  // The same for a copy of the slot's page that read_page made, without reading NVM again.
+  // The slot's header must not change meanwhile (its page is being loaded, so nobody writes
+  // it back).
+  void check_copy(SlotId id, const std::byte* page);
   // Gives every occupied slot without a page checksum, or changed in place since, a new one
   // from its content in NVM (charged as NVM reads); one fence for all. Call when no DRAM copy
   // holds newer data for them and no page is being changed.

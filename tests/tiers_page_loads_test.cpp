@@ -11,7 +11,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <ostream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -323,6 +325,66 @@ TEST_P(TiersNvmPageLoads, AFailedCopyLeavesThePageInItsSlot) {
   again.join();
   EXPECT_EQ(bm.location(page_id), BufferManager::Location::kDramFull);
   bm.flush_all();
+}
+
+// After a reopen a slot's content is checked against its checksum once, when its page is
+// first loaded: a page-grained tier checks the copy it loads, so NVM is read once (256 lines,
+// where checking the slot first read 512), outside the miss latch for readers and under the
+// exclusive holder alike. A slot whose content does not match is refused with an Error naming
+// it, and the page stays in its slot: refused again, never served.
+TEST_P(TiersNvmPageLoads, AfterAReopenAPageIsReadFromNvmOnceAndCheckedFromItsCopy) {
+  TestTiers tiers("nvm-loads-reopen", 64, GetParam().ssd ? 64 : 0);
+  std::vector<PageId> ids;
+  {
+    BufferManager bm(page_grained_nvm(tiers, GetParam()));
+    for (const Swip& page : pattern_pages_written_down(bm, 3)) ids.push_back(page.page_id());
+  }
+  tiers.reopen();
+  // Page 2's slot gets a flipped byte in its data.
+  std::optional<SlotId> slot_of_2;
+  for (SlotId slot = 0; slot < tiers.nvm->slot_count(); ++slot)
+    if (!tiers.nvm->header(slot).is_free() && tiers.nvm->header(slot).page_id == ids[2])
+      slot_of_2 = slot;
+  ASSERT_TRUE(slot_of_2.has_value());
+  tiers.nvm->slot(*slot_of_2)[5000] ^= std::byte{0x40};
+  BufferManager bm(page_grained_nvm(tiers, GetParam()));
+  OperationLatch latch;
+  bm.share_with(&latch.readers());
+  std::vector<Swip> pages;
+  for (const PageId id : ids) pages.push_back(Swip::from_page_id(id));
+  // 1. A reader beside others, and the exclusive holder: one read of the page each.
+  Counters before = bm.counters();
+  std::thread reader([&] { EXPECT_TRUE(read_right(bm, latch, pages[0], 0, 1000)); });
+  reader.join();
+  EXPECT_EQ((bm.counters() - before).nvm_lines_read, kLinesPerPage);
+  before = bm.counters();
+  {
+    Guard page = bm.fix(pages[1], nullptr);
+    EXPECT_EQ(page.read(2000, 1)[0], pattern(2000, 1));
+  }
+  EXPECT_EQ((bm.counters() - before).nvm_lines_read, kLinesPerPage);
+  // 2. The damaged page, both ways, twice: an Error naming the slot, the page left in it.
+  for (int round = 0; round < 2; ++round) {
+    std::string failure;
+    std::thread damaged([&] {
+      try {
+        read_right(bm, latch, pages[2], 2, 1000);
+      } catch (const Error& error) {
+        failure = error.what();
+      }
+    });
+    damaged.join();
+    EXPECT_NE(failure.find("is corrupt"), std::string::npos) << failure;
+    EXPECT_NE(failure.find("slot " + std::to_string(*slot_of_2)), std::string::npos) << failure;
+    EXPECT_EQ(bm.location(ids[2]), BufferManager::Location::kNvm);
+    try {
+      bm.fix(pages[2], nullptr);
+      ADD_FAILURE() << "the exclusive holder was served a corrupt page";
+    } catch (const Error& error) {
+      EXPECT_NE(std::string(error.what()).find("is corrupt"), std::string::npos) << error.what();
+    }
+    EXPECT_EQ(bm.location(ids[2]), BufferManager::Location::kNvm);
+  }
 }
 
 // Threads reading many pages through a DRAM far too small for them, copying them whole from

@@ -311,9 +311,13 @@ class BufferManager {
   FullFrame* begin_page_load(PageId page_id, std::byte* nvm_slot);
   void await_page_load(PageLoad& load);   // outside it: read, or wait for the thread that does
   void finish_page_load(PageLoad& load);  // under it: show the page, or throw the read's error
+  // A page-grained tier's page from its NVM slot into `frame`, checked against the slot's
+  // checksum once per open (Error naming the slot on a mismatch).
+  void copy_nvm_page(FullFrame* frame);
   void claim_ssd_page(PageId page_id);
   Lsn write_back_lsn(FrameHeader* frame) const;
-  // A frame for the page in NVM slot `slot`, its content checked, nothing loaded yet.
+  // A frame for the page in NVM slot `slot`, nothing loaded yet (a cache-line-grained tier's
+  // slot content checked).
   FrameHeader* frame_for_nvm_slot(PageId page_id, std::byte* slot, bool mini);
   FrameHeader* load_from_nvm(PageId page_id, std::byte* slot);
   FrameHeader* load_from_ssd(PageId page_id);

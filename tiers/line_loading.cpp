@@ -11,10 +11,11 @@
 namespace tristore {
 
 FrameHeader* BufferManager::frame_for_nvm_slot(PageId page_id, std::byte* slot, bool mini) {
-  // 1. The slot's content, checked against its checksum once per open (the lines loaded later
-  //    come from NVM one by one, too late to check the page whole).
+  // 1. Cache-line-grained: the slot's content, checked against its checksum once per open (the
+  //    lines loaded later come from NVM one by one, too late to check the page whole). A
+  //    page-grained tier checks its copy instead (copy_nvm_page).
   const SlotId slot_id = nvm_->slot_of(slot);
-  if (!nvm_->content_checked(slot_id)) nvm_->check_content(slot_id);
+  if (cache_line_grained_ && !nvm_->content_checked(slot_id)) nvm_->check_content(slot_id);
   // 2. A frame; the slot must not be chosen as an NVM victim while DRAM makes room.
   loading_slot_ = slot_id;
   FrameHeader* frame;
@@ -39,7 +40,12 @@ FrameHeader* BufferManager::load_from_nvm(PageId page_id, std::byte* slot) {
   } else if (!cache_line_grained_) {
     FullFrame* full = as_full(frame);
     unpoison_bytes(full->data, kPageSize);
-    nvm_->read_page(nvm_->slot_of(slot), full->data);
+    try {
+      copy_nvm_page(full);
+    } catch (...) {
+      release_frame(frame);
+      throw;
+    }
     full->mark_all_resident();
   }
   page_table_.insert_or_assign(page_id, frame);

@@ -38,12 +38,19 @@ void BufferManager::await_page_load(PageLoad& load) {
   }
   try {
     if (header.nvm != nullptr)
-      nvm_->read_page(nvm_->slot_of(header.nvm), load.frame->data);
+      copy_nvm_page(load.frame);
     else
       ssd_->read(header.page_id, load.frame->data);
   } catch (...) {
     load.error = std::current_exception();
   }
+}
+
+void BufferManager::copy_nvm_page(FullFrame* frame) {
+  // Checked from the copy, once per open: NVM is read once, and outside the miss latch.
+  const SlotId slot_id = nvm_->slot_of(frame->header.nvm);
+  nvm_->read_page(slot_id, frame->data);
+  if (!nvm_->content_checked(slot_id)) nvm_->check_copy(slot_id, frame->data);
 }
 
 void BufferManager::finish_page_load(PageLoad& load) {

@@ -30,16 +30,19 @@ class SharedSpinLatch {
   void unlock_shared() { word_.fetch_sub(kShared, std::memory_order_release); }
 
   void lock() {
-    for (unsigned spins = 0;; spin_back_off(spins++)) {
-      std::uint64_t word = word_.load(std::memory_order_relaxed);
-      if ((word & (kExclusive | kSharedMask)) != 0) continue;
-      if (word_.compare_exchange_weak(word, word | kExclusive, std::memory_order_acquire,
-                                      std::memory_order_relaxed)) {
-        // The holder's writes stay after the bit (optimistic readers see it or miss them).
-        optimistic_read_fence(std::memory_order_release);
-        return;
-      }
+    for (unsigned spins = 0; !try_lock(); spin_back_off(spins++)) {
     }
+  }
+  // Exclusive if nobody holds the word now (a spurious failure is possible); never waits.
+  bool try_lock() {
+    std::uint64_t word = word_.load(std::memory_order_relaxed);
+    if ((word & (kExclusive | kSharedMask)) != 0) return false;
+    if (!word_.compare_exchange_weak(word, word | kExclusive, std::memory_order_acquire,
+                                     std::memory_order_relaxed))
+      return false;
+    // The holder's writes stay after the bit (optimistic readers see it or miss them).
+    optimistic_read_fence(std::memory_order_release);
+    return true;
   }
   // A plain store: while bit 63 is set nothing else writes the word (the others compare and
   // swap only from a word without it). The version moves on.

@@ -37,6 +37,14 @@ class SharedSpinLatchHold {
     word_ = &word;
     exclusive_ = exclusive;
   }
+  // Exclusive without waiting: whether it is held now.
+  bool try_lock(std::uint64_t& word) {
+    assert(word_ == nullptr);
+    if (!SharedSpinLatch(word).try_lock()) return false;
+    word_ = &word;
+    exclusive_ = true;
+    return true;
+  }
   bool held() const { return word_ != nullptr; }
   bool exclusive() const { return word_ != nullptr && exclusive_; }
   void release() {

@@ -25,7 +25,8 @@ cmake --build "$root/build-poison" -j "$(nproc)" --target "${poison_tests[@]}"
 # (btree_removes_beside_test), splits taking log room side by side (engine_split_room_test),
 # thread slots given back and taken again, threads
 # cut by the NVM crash simulator, threads charging the simulated LLC, TPC-C terminals on
-# threads of their own, readers reading pages from SSD (or copying them from a page-grained
+# threads of their own, nvm-direct pages checked at their first fix beside changes, readers
+# reading pages from SSD (or copying them from a page-grained
 # NVM tier) side by side, and SSD writes behind the
 # engine on writer threads, page table lookups beside its writer, and scans and reads beside
 # transactions that remove, change and abort rows (and scans whose visit drops a transaction)

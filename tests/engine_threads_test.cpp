@@ -339,8 +339,8 @@ TEST_P(Threads, OwnKeysReadBackUnderEvictionAndCheckpointsAndSurviveReopen) {
 // past the DRAM budget. Most of them run side by side (tiers/resident_writes.hpp,
 // tiers/main_memory_writes.hpp, tiers/nvm_direct_writes.hpp); those that merge a leaf or split
 // one that cannot split beside them (the root leaf, a full parent, any leaf on nvm-direct),
-// or miss with no frame free (or first fix a page since open on nvm-direct) run again
-// exclusively.
+// or miss with no frame free (or first fix a page since open on nvm-direct whose latch another
+// holds) run again exclusively.
 // Every read in a transaction sees the thread's model with its own pending changes, an abort puts
 // back exactly its changes (step by step beside the others' changes; a step that misses or would
 // split runs, with the rest of its abort, exclusively), and the table equals the models, also

@@ -10,17 +10,19 @@
 // (engine/logged_access.hpp), so no other change reads the page in between. A thread holds at
 // most one leaf latch at a time, so the latches cannot deadlock.
 //
-// A page not checked against its checksum since open (its first fix reads it whole: the
-// exclusive latch's, as the check must not race a change), a split or a merge throws
-// RetryExclusively before anything is changed, and the caller runs the operation again under
-// the exclusive latch. allocate_page, move_swips, swip_of and free_page must never be reached
-// (the B-tree refuses first) and throw std::logic_error.
+// A page not checked against its checksum since open is checked at its first fix, under its
+// latch word held exclusive (tried: taken by another, the page is the exclusive latch's), so
+// that the check, which reads the page whole, never races a change of it. A damaged page, a
+// split or a merge throws RetryExclusively before anything is changed, and the caller runs the
+// operation again under the exclusive latch. allocate_page, move_swips, swip_of and free_page must
+// never be reached (the B-tree refuses first) and throw std::logic_error.
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <utility>
 
+#include "common/error.hpp"
 #include "common/shared_spin_latch_hold.hpp"
 #include "common/types.hpp"
 #include "tiers/nvm_direct_access.hpp"
@@ -94,7 +96,8 @@ class NvmDirectWrites : public PagesStayPut<NvmDirectWrites> {
   NvmDirectWrites& operator=(const NvmDirectWrites&) = delete;
 
   Guard fix(Swip& swip, Guard*) {
-    if (direct_.first_fix_since_open(swip)) throw RetryExclusively{};
+    if (direct_.first_fix_since_open(swip)) [[unlikely]]
+      check_beside(swip);
     return Guard(direct_.fix(swip, nullptr));
   }
 
@@ -117,6 +120,21 @@ class NvmDirectWrites : public PagesStayPut<NvmDirectWrites> {
   bool structure_refused() const { return structure_refused_; }
 
  private:
+  // The first fix of a page since open checks its content beside the changes, under the page's
+  // latch word held exclusive, so that no change of the page runs meanwhile (a leaf changes
+  // only so latched; inner pages do not change beside changes). The latch is tried, not waited
+  // for: this thread may hold a leaf's. Not taken, or the page damaged: the exclusive latch's,
+  // whose fix gives the Error.
+  void check_beside(Swip& swip) {
+    SharedSpinLatchHold check;
+    if (!check.try_lock(direct_.latch_word(swip.page_id()))) throw RetryExclusively{};
+    try {
+      const NvmDirectAccess::Guard checked = direct_.fix(swip, nullptr);
+    } catch (const Error&) {
+      throw RetryExclusively{};
+    }
+  }
+
   NvmDirectAccess& direct_;
   std::uint64_t leaf_reads_retried_ = 0;
   bool structure_refused_ = false;

@@ -67,6 +67,22 @@ bool read_right(BufferManager& bm, OperationLatch& latch, Swip& swip, std::size_
   return true;
 }
 
+// Three readers of page p: the first, and once its read is inside (first_inside), two more;
+// whether each read the right bytes.
+std::vector<int> three_readers_of(BufferManager& bm, OperationLatch& latch, Swip& page,
+                                  std::size_t p, const std::atomic<bool>& first_inside) {
+  std::vector<int> right(3, 0);
+  std::vector<std::thread> readers;
+  readers.emplace_back([&] { right[0] = read_right(bm, latch, page, p, 64 * 7); });
+  if (!wait_for([&] { return first_inside.load(); })) ADD_FAILURE() << "the first read never began";
+  for (std::size_t r = 1; r < right.size(); ++r)
+    readers.emplace_back([&, r] {
+      right[r] = read_right(bm, latch, page, p, static_cast<std::uint32_t>(64 * (100 + r)));
+    });
+  for (std::thread& reader : readers) reader.join();
+  return right;
+}
+
 TEST(TiersSsdLoads, TwoReadersMissingToSsdHaveTheirReadsInFlightAtOnce) {
   std::atomic<bool> armed{false};
   std::atomic<int> inside{0}, met{0};
@@ -127,19 +143,8 @@ TEST_P(TiersSsdLoadsWaiting, ReadersOfAPageOnItsWayFromSsdWaitForThatRead) {
   ASSERT_EQ(bm.location(page_id), BufferManager::Location::kSsd);
   const Counters before = bm.counters();
   armed = true;
-  constexpr int kReaders = 3;
-  std::vector<int> right(kReaders, 0);
-  std::vector<std::thread> readers;
-  readers.emplace_back([&] { right[0] = read_right(bm, latch, page, 2, 64 * 7); });
-  ASSERT_TRUE(wait_for([&] { return first_inside.load(); }));
-  for (int r = 1; r < kReaders; ++r)
-    readers.emplace_back([&, r] {
-      right[static_cast<std::size_t>(r)] =
-          read_right(bm, latch, page, 2, static_cast<std::uint32_t>(64 * (100 + r)));
-    });
-  for (std::thread& reader : readers) reader.join();
+  EXPECT_EQ(three_readers_of(bm, latch, page, 2, first_inside), std::vector<int>(3, 1));
   EXPECT_TRUE(others_waited);
-  EXPECT_EQ(right, std::vector<int>(kReaders, 1));
   const Counters counters = bm.counters() - before;
   EXPECT_EQ(counters.ssd_pages_read, 1u) << "one read, the others waited for it";
   EXPECT_EQ(counters.reader_load_waits, 2u);
@@ -271,19 +276,8 @@ TEST_P(TiersNvmPageLoads, ReadersOfAPageOnItsWayFromNvmWaitForThatCopy) {
   ASSERT_EQ(bm.location(page_id), BufferManager::Location::kNvm);
   const Counters before = bm.counters();
   armed = true;
-  constexpr int kReaders = 3;
-  std::vector<int> right(kReaders, 0);
-  std::vector<std::thread> readers;
-  readers.emplace_back([&] { right[0] = read_right(bm, latch, page, 2, 64 * 7); });
-  ASSERT_TRUE(wait_for([&] { return first_inside.load(); }));
-  for (int r = 1; r < kReaders; ++r)
-    readers.emplace_back([&, r] {
-      right[static_cast<std::size_t>(r)] =
-          read_right(bm, latch, page, 2, static_cast<std::uint32_t>(64 * (100 + r)));
-    });
-  for (std::thread& reader : readers) reader.join();
+  EXPECT_EQ(three_readers_of(bm, latch, page, 2, first_inside), std::vector<int>(3, 1));
   EXPECT_TRUE(others_waited);
-  EXPECT_EQ(right, std::vector<int>(kReaders, 1));
   const Counters counters = bm.counters() - before;
   EXPECT_EQ(calls.load(), 1) << "one copy, the others waited for it";
   EXPECT_EQ(counters.nvm_lines_read, kLinesPerPage);

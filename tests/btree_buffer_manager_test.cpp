@@ -116,6 +116,4 @@ TEST_P(BTreeOverBufferManager, RandomOperationsWithAFewFramesMatchStdMap) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, BTreeOverBufferManager, ::testing::ValuesIn(kConfigurations),
-                         [](const ::testing::TestParamInfo<Configuration>& info) {
-                           return std::string(info.param.name);
-                         });
+                         tristore::testing::ParamName{});

@@ -355,10 +355,7 @@ TEST_P(TiersBufferManagerModel, RandomOperationsMatchTheModelAndReachEveryTransi
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryArchitecture, TiersBufferManagerModel,
-                         ::testing::ValuesIn(kArchitectures),
-                         [](const ::testing::TestParamInfo<Architecture>& info) {
-                           return std::string(info.param.name);
-                         });
+                         ::testing::ValuesIn(kArchitectures), testing::ParamName{});
 
 }  // namespace
 }  // namespace tristore

@@ -164,9 +164,7 @@ TEST_P(ChangerMisses, WithTheChangesSlotsAMissEvictsAheadAndALaterChangeFindsAFr
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, ChangerMisses, ::testing::ValuesIn(kArchitectures),
-                         [](const ::testing::TestParamInfo<Architecture>& info) {
-                           return std::string(info.param.name);
-                         });
+                         testing::ParamName{});
 
 // After a flush, page p holds its pattern but for the bytes changed(p, expected) sets.
 template <typename Changed>
@@ -386,9 +384,7 @@ TEST_P(ChangerMissesThreadsEvicting, MissesEvictBesideChangesAndLoseNoChange) {
 static_assert(std::string_view(kArchitectures[4].name) == "basic_nvm");
 INSTANTIATE_TEST_SUITE_P(ThreeTierAndBasicNvm, ChangerMissesThreadsEvicting,
                          ::testing::Values(kArchitectures[0], kArchitectures[4]),
-                         [](const ::testing::TestParamInfo<Architecture>& info) {
-                           return std::string(info.param.name);
-                         });
+                         testing::ParamName{});
 
 }  // namespace
 }  // namespace tristore

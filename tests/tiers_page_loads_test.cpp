@@ -407,7 +407,7 @@ TEST_P(TiersNvmPageLoads, ThreadsMissingToNvmReadTheRightBytes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(PageGrained, TiersNvmPageLoads, ::testing::ValuesIn(kPageGrainedNvm),
-                         [](const auto& info) { return std::string(info.param.name); });
+                         testing::ParamName{});
 
 // Threads reading many pages through a DRAM far too small for them, most of them only on SSD:
 // reads in flight beside loads, evictions (dirty pages none, clean ones dropped) and reads run

@@ -37,6 +37,15 @@ inline constexpr Architecture kArchitectures[] = {
     {"ssd_bm", false, true, false, false, false},
 };
 
+// The test-name suffix of a parameter that has a `name` (an Architecture, a configuration):
+//   INSTANTIATE_TEST_SUITE_P(All, Suite, ::testing::ValuesIn(kArchitectures), ParamName{});
+struct ParamName {
+  template <typename Info>
+  std::string operator()(const Info& info) const {
+    return std::string(info.param.name);
+  }
+};
+
 class TestTiers {
  public:
   static constexpr std::uint64_t kLogBytes = 4096;

@@ -278,9 +278,7 @@ TEST_P(WriteBackAll, KeepsDramResidentAndACrashCopyReadsBackEveryPage) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, WriteBackAll, ::testing::ValuesIn(kArchitectures),
-                         [](const ::testing::TestParamInfo<Architecture>& info) {
-                           return std::string(info.param.name);
-                         });
+                         testing::ParamName{});
 
 // The write-ahead rule: the hook sees each dirty page's LSN before the page is written, and a
 // clean page is not written (no hook call).

@@ -13,10 +13,11 @@
 //   (6) NVM eviction: clock over slots; written to SSD only if dirty relative to SSD.
 //
 // Its definitions are split by concept: buffer_manager.cpp (construction, fixing pages,
-// counters), line_loading.cpp (loads from NVM and SSD, mini pages, promotion), ssd_loads.cpp
-// (readers' SSD reads in flight), reader_misses.cpp, changer_misses.cpp, changer_splits.cpp,
-// swizzling.cpp, dram_eviction.cpp, nvm_cache.cpp (admission, NVM eviction) and write_back.cpp
-// (dirty lines and pages to NVM and SSD, checkpoints, close). The hot paths are inline below.
+// counters), line_loading.cpp (loads from NVM and SSD, mini pages, promotion), page_loads.cpp
+// (whole-page reads from SSD or page-grained NVM in flight beside the miss latch),
+// reader_misses.cpp, changer_misses.cpp, changer_splits.cpp, swizzling.cpp, dram_eviction.cpp,
+// nvm_cache.cpp (admission, NVM eviction) and write_back.cpp (dirty lines and pages to NVM and SSD,
+// checkpoints, close). The hot paths are inline below.
 //
 // One class runs every buffer-managed architecture (BufferManagerOptions):
 //   3tier        nvm + ssd; cache_line_grained, mini_pages, swizzling switch off one by one

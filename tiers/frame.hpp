@@ -29,8 +29,9 @@ inline constexpr std::uint8_t kOwnerIsRoot = 8;  // owner.root_swip, not owner.p
 inline constexpr std::uint8_t kPromoted = 16;    // a mini page forwarding to `full`
 inline constexpr std::uint8_t kReplaced = 32;    // a mini page replaced by a larger copy
 inline constexpr std::uint8_t kRetired = 64;     // let go, back to the pool after readers left
-// A full frame in the page table whose SSD read is still under way (tiers/ssd_loads.cpp):
-// readers wait for it, nothing else touches it.
+// A full frame in the page table whose read from SSD, or copy from a page-grained NVM tier, is
+// still under way (tiers/page_loads.cpp): readers and changes wait for it, nothing else touches
+// it.
 inline constexpr std::uint8_t kLoading = 128;
 // A frame let go (promoted, replaced or retired): no longer the page's, left alone.
 inline constexpr std::uint8_t kLetGo = kPromoted | kReplaced | kRetired;

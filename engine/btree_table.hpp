@@ -63,7 +63,7 @@ class BTreeTable final : public TableInterface<K, V> {
         read_tree_(read_access(context), root),
         root_page_(root_page_id()) {
     if constexpr (kLogged) height_ = &context.tree_height(&root);
-    if constexpr (!kLogged || kBufferManaged) structure_ = &context.structure_version(&root);
+    structure_ = &context.structure_version(&root);
   }
 
   std::uint32_t table_id() const override { return table_id_; }

@@ -61,6 +61,8 @@ class OperationLog {
   static constexpr std::uint32_t kGuaranteedTreeHeight = 2;
   // Live undo the smallest accepted log has room for besides such an operation.
   static constexpr std::uint64_t kGuaranteedUndoRoom = 8 * 1024;
+  // nvm-direct: a page's range before-images per operation, past which it logs the whole page.
+  static constexpr std::uint64_t kBeforeImageBudget = kPageSize / 2;
 
   // The most an operation on a B-tree of this height appends to the log. It writes at most
   // 2 * height + 2 pages (a split on every level and a new root; or a merge on every level),
@@ -120,9 +122,11 @@ class OperationLog {
   // A leaf split beside changes logs its three pages, up to kLeafSplitBytes more than the
   // change of one entry that TransactionManager::room_beside counts each changer for: taken
   // before the split writes anything (false: no room, the split runs exclusively), given back
-  // once the operation has ended.
+  // once the operation has ended. nvm-direct adds the parent's before-images (the leaf's are
+  // in the changer's bound; the new page has none).
   static constexpr std::uint64_t kLeafSplitBytes =
-      3 * (sizeof(RedoPageBytes) + kPageSize) + sizeof(RedoPageBytes) + kLogRecordAlignment;
+      3 * (sizeof(RedoPageBytes) + kPageSize) + sizeof(RedoPageBytes) + kLogRecordAlignment +
+      (kInPlace ? kBeforeImageBudget + log_record_size(sizeof(RedoPageBytes) + kPageSize) : 0);
   bool take_split_room() {
     assert(active() && !split_room_taken_);
     split_room_taken_ = transactions_->take_split_room_beside(kLeafSplitBytes);
@@ -365,8 +369,6 @@ class OperationLog {
     if (std::exchange(split_room_taken_, false))
       transactions_->give_back_split_room_beside(kLeafSplitBytes);
   }
-
-  static constexpr std::uint64_t kBeforeImageBudget = kPageSize / 2;
 
   std::uint64_t& imaged_bytes(PageId page) {
     for (auto& [imaged_page, bytes] : imaged_)

@@ -196,8 +196,9 @@ void NvmTier::free_slots(std::span<const SlotId> ids) {
     stage_mirror(id);
     mark_content_checked(id);
     flag(changed_in_place_, id).store(0, kRelaxed);
-    free_slots_.push_back(id);
   }
+  const std::lock_guard lock(free_slots_latch_);
+  free_slots_.insert(free_slots_.end(), ids.begin(), ids.end());
 }
 
 void NvmTier::check_content(SlotId id) {

@@ -1,17 +1,21 @@
 #pragma once
 // The NVM tier: fixed 16 KiB page slots in a mapped NVM file, their persisted headers, the
 // log area and the engine's metadata area. Slot allocation and a DRAM mirror of the headers
-// are volatile; open() rebuilds both by scanning the persisted headers.
+// are volatile; open() rebuilds both by scanning the persisted headers. Slots are allocated
+// and freed under a latch of their own: nvm-direct's leaf splits beside each other allocate
+// side by side (tiers/nvm_direct_writes.hpp).
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "common/spin_latch.hpp"
 #include "common/types.hpp"
 #include "emulation/nvm_device.hpp"
 #include "nvm/nvm_layout.hpp"
@@ -42,7 +46,10 @@ class NvmTier {
 
   std::uint64_t database_id() const { return database_id_; }
   std::uint64_t slot_count() const { return layout_.slot_count; }
-  std::uint64_t slots_in_use() const { return layout_.slot_count - free_slots_.size(); }
+  std::uint64_t slots_in_use() const {
+    const std::lock_guard lock(free_slots_latch_);
+    return layout_.slot_count - free_slots_.size();
+  }
   const NvmLayout& layout() const { return layout_; }
 
   std::byte* slot(SlotId id) const { return slots_ + std::uint64_t{id} * kPageSize; }
@@ -98,6 +105,7 @@ class NvmTier {
   void seal_pages();
 
   std::optional<SlotId> allocate_slot() {
+    const std::lock_guard lock(free_slots_latch_);
     if (free_slots_.empty()) return std::nullopt;
     const SlotId id = free_slots_.back();
     free_slots_.pop_back();
@@ -140,6 +148,7 @@ class NvmTier {
   std::vector<std::uint8_t> changed_in_place_;  // since its checksum was written
   std::byte* slots_;
   std::byte* slots_end_;
+  mutable SpinLatch free_slots_latch_;
   std::vector<SlotId> free_slots_;  // a stack; lowest ids on top after a rebuild
   std::function<void(SlotId)> before_page_read_;
 };

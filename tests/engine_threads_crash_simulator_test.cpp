@@ -1,8 +1,8 @@
 // Power failures amid threads changing side by side, on the architectures that keep everything
 // in NVM (nvm-direct changes its pages in place; basic-nvm writes them back from DRAM). Four
 // threads run bank transfers (two account updates, their own commit counter and a journal
-// row appended under their own keys per transaction, so the journal's leaves split, on
-// basic-nvm beside the changes) beside each other; the NVM crash simulator cuts the run at a
+// row appended under their own keys per transaction, so the journal's leaves split beside the
+// changes) beside each other; the NVM crash simulator cuts the run at a
 // random fence, in whichever thread reaches it, and crash images keep what was fenced and, at
 // random, each other 8-byte word written since (so an interrupted in-place change can survive
 // in part). The database reopened from each image must keep the sum of the balances, every
@@ -163,18 +163,15 @@ TEST_P(ThreadsCrashSimulator, AtAnyFenceAmidThreadsTheSumHoldsAndAcknowledgedCom
   const std::uint64_t points = kCrashPoints * testing_support::soak_iterations();
   // A run without a crash tells how many fences the transfers take (the interleaving moves
   // that a little from run to run; a point past the end crashes nothing).
-  // On basic-nvm, the journal's leaves must also split beside the changes in it, for the
-  // crash points to fall amid such splits. Threads that happen to run one after another (a
+  // The journal's leaves must also split beside the changes in it, for the crash points to
+  // fall amid such splits. Threads that happen to run one after another (a
   // thread alone runs exclusively) split none beside, so a run without one is run again.
   Outcome whole = run(arch, dir, seed, 0);
-  for (int again = 0; arch == Architecture::kBasicNvm && whole.splits_beside == 0 && again < 8;
-       ++again)
+  for (int again = 0; whole.splits_beside == 0 && again < 8; ++again)
     whole = run(arch, dir, seed + again + 1, 0);
   const std::uint64_t fences = whole.fences;
   ASSERT_GT(fences, 0u);
-  if (arch == Architecture::kBasicNvm) {
-    EXPECT_GT(whole.splits_beside, 0u) << "the journal's leaves split beside the changes";
-  }
+  EXPECT_GT(whole.splits_beside, 0u) << "the journal's leaves split beside the changes";
   std::uint64_t crashes = 0;
   for (std::uint64_t point = 0; point < points; ++point) {
     const std::uint64_t crash_at = 1 + random() % fences;

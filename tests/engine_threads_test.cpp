@@ -338,8 +338,8 @@ TEST_P(Threads, OwnKeysReadBackUnderEvictionAndCheckpointsAndSurviveReopen) {
 // keys (key % 4 == thread), committing seven in eight and aborting the rest, while the table grows
 // past the DRAM budget. Most of them run side by side (tiers/resident_writes.hpp,
 // tiers/main_memory_writes.hpp, tiers/nvm_direct_writes.hpp); those that merge a leaf or split
-// one that cannot split beside them (the root leaf, a full parent, any leaf on nvm-direct),
-// or miss with no frame free (or first fix a page since open on nvm-direct whose latch another
+// one that cannot split beside them (the root leaf, a full parent), or miss with no frame
+// free (or first fix a page since open on nvm-direct whose latch another
 // holds) run again exclusively.
 // Every read in a transaction sees the thread's model with its own pending changes, an abort puts
 // back exactly its changes (step by step beside the others' changes; a step that misses or would
@@ -415,7 +415,7 @@ TEST_P(Threads, TransactionsChangeSideBySideAndSplitsAndMissesRunAgainExclusivel
     return counters;
   };
   // 12,000 rows of 128 bytes from an empty table: leaves split, beside the changes where
-  // their parent has room (not on nvm-direct), else run again exclusively. On the buffered
+  // their parent has room, else run again exclusively. On the buffered
   // architectures pages are loaded beside the changes, into frames the changes' bring-ins
   // left free, and checkpoints write pages back beside them (the interval passes many times;
   // nvm-direct's pages are in place, its checkpoints seal them exclusively).
@@ -424,16 +424,12 @@ TEST_P(Threads, TransactionsChangeSideBySideAndSplitsAndMissesRunAgainExclusivel
       run_until_overlapping(testing_support::test_seed(), run, [&](const Counters& c) {
         return c.changes_beside > 0 && c.changes_retried > 0 && c.undo_steps_beside > 0 &&
                c.structure_retried + c.splits_beside > 0 &&
-               (arch != Architecture::kNvmDirect || c.structure_retried > 0) &&
                (!buffered || (c.changer_misses > 0 && c.log_checkpoints_beside > 0));
       });
   EXPECT_GT(counters.changes_beside, 0u);
   EXPECT_GT(counters.changes_retried, 0u);
   EXPECT_GT(counters.undo_steps_beside, 0u);
   EXPECT_GT(counters.structure_retried + counters.splits_beside, 0u);
-  if (arch == Architecture::kNvmDirect) {
-    EXPECT_GT(counters.structure_retried, 0u);
-  }
   if (buffered) {
     EXPECT_GT(counters.changer_misses, 0u);
     EXPECT_GT(counters.log_checkpoints_beside, 0u);
@@ -664,12 +660,11 @@ TEST_P(Threads, LookupsBesideInsertsAndRemovesInTheirLeavesFindEveryStableRow) {
   expect_table_holds(rows, models, seed);
 }
 
-// Leaves split beside the changes (common/structure_version.hpp; on nvm-direct such an insert
-// runs again exclusively): stable keys bulk-loaded into full leaves, four writers insert
-// and remove their own keys between them (key % 8 == 1 + writer), in transactions and outside,
-// so nearly every leaf splits, while two readers look stable keys up and scan, in transactions
-// and outside. A descent that followed a parent halfway through a split, or kept a leaf whose
-// upper half had moved on, would miss a stable key or scan out of order.
+// Leaves split beside the changes (common/structure_version.hpp): stable keys bulk-loaded into full
+// leaves, four writers insert and remove their own keys between them (key % 8 == 1 + writer), in
+// transactions and outside, so nearly every leaf splits, while two readers look stable keys up and
+// scan, in transactions and outside. A descent that followed a parent halfway through a split, or
+// kept a leaf whose upper half had moved on, would miss a stable key or scan out of order.
 TEST_P(Threads, LeavesSplitBesideChangesWhileLookupsAndScansFindEveryStableRow) {
   constexpr std::uint64_t kStable = 2000, kGap = 8;  // stable keys 0, 8, 16, ...
   constexpr unsigned kWriters = 4, kReaders = 2;
@@ -774,14 +769,9 @@ TEST_P(Threads, LeavesSplitBesideChangesWhileLookupsAndScansFindEveryStableRow) 
   };
   // About 70 leaves' worth of rows inserted into full leaves (of them, those a thread inserts
   // while it has the database to itself split under the exclusive latch).
-  const bool in_place = GetParam() == Architecture::kNvmDirect;
-  const Counters counters =
-      run_until_overlapping(testing_support::test_seed(), run,
-                            [&](const Counters& c) { return in_place || c.splits_beside > 0; });
-  if (in_place)
-    EXPECT_EQ(counters.splits_beside, 0u);
-  else
-    EXPECT_GT(counters.splits_beside, 0u);
+  const Counters counters = run_until_overlapping(
+      testing_support::test_seed(), run, [&](const Counters& c) { return c.splits_beside > 0; });
+  EXPECT_GT(counters.splits_beside, 0u);
 }
 
 // Leaves split beside the changes far beyond DRAM (a pool of 1 MiB, checkpoints every 128 KiB):
@@ -842,13 +832,9 @@ TEST_P(Threads, LeavesSplitBesideChangesBeyondDramAndSurviveReopen) {
     if (arch != Architecture::kMainMemory) expect_table_survives_reopen(db, rows, models, seed);
     return counters;
   };
-  const bool in_place = arch == Architecture::kNvmDirect;
-  const Counters counters =
-      run_until_overlapping(testing_support::test_seed(), run,
-                            [&](const Counters& c) { return in_place || c.splits_beside > 0; });
-  if (!in_place) {
-    EXPECT_GT(counters.splits_beside, 0u);
-  }
+  const Counters counters = run_until_overlapping(
+      testing_support::test_seed(), run, [&](const Counters& c) { return c.splits_beside > 0; });
+  EXPECT_GT(counters.splits_beside, 0u);
 }
 
 // Readers alone over a table far beyond DRAM (1 MiB for ~3 MiB of rows): every read's misses

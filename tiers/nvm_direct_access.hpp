@@ -150,17 +150,44 @@ class NvmDirectAccess {
   }
 
   Guard fix(Swip& swip, Guard*) {
-    const PageId page_id = page_id_of(swip);
-    if (swip.is_swizzled() || page_id >= tier_.slot_count() ||
-        tier_.header(static_cast<SlotId>(page_id)).page_id != page_id ||
-        !tier_.content_checked(static_cast<SlotId>(page_id))) [[unlikely]]
+    if (!checked_in_use(swip)) [[unlikely]]
       check_page(swip);
+    return page_of(swip);
+  }
+  // Whether the swip names a page in use whose content was checked since open: fix then
+  // checks nothing more.
+  bool checked_in_use(Swip swip) const {
+    return names_page_in_use(swip) && tier_.content_checked(static_cast<SlotId>(swip.page_id()));
+  }
+  bool names_page_in_use(Swip swip) const {
+    const PageId page_id = page_id_of(swip);
+    return !swip.is_swizzled() && page_id < tier_.slot_count() &&
+           tier_.header(static_cast<SlotId>(page_id)).page_id == page_id;
+  }
+  // The first fix of a page since open checks its content; a swip that names no page in use
+  // is an Error, never a wild read.
+  void check_page(Swip swip) {
+    const PageId page_id = page_id_of(swip);
+    if (swip.is_swizzled() || page_id >= tier_.slot_count())
+      fail("nvm-direct: corrupt page reference {:#x} (the NVM file has {} slots)", swip.raw(),
+           tier_.slot_count());
     const auto slot = static_cast<SlotId>(page_id);
+    if (tier_.header(slot).page_id != page_id)
+      fail("nvm-direct: corrupt page reference: page {} is not in use (its slot header says {})",
+           page_id, tier_.header(slot).is_free() ? "free" : "another page");
+    tier_.check_content(slot);
+  }
+  // The page of a swip that checked_in_use or check_page accepted.
+  Guard page_of(Swip swip) {
+    const auto slot = static_cast<SlotId>(swip.page_id());
     return Guard(&device_, &tier_, tier_.slot(slot), slot);
   }
 
+  // A swip at a time, each read and stored whole: a descent beside a leaf split reads a swip
+  // of the parent once (tiers/nvm_direct_writes.hpp).
   void move_swips(Guard& to, std::uint32_t offset, Guard*, Swip* swips, std::uint32_t count) {
-    std::memmove(to.page_ + offset, swips, count * sizeof(Swip));
+    Swip::move_within_page(reinterpret_cast<Swip*>(to.page_ + offset), swips, count,
+                           [](std::uint32_t, Swip) {});
     to.mark_dirty(offset, count * static_cast<std::uint32_t>(sizeof(Swip)));
   }
 
@@ -178,16 +205,12 @@ class NvmDirectAccess {
   // For changes side by side (tiers/nvm_direct_writes.hpp): the latch word of a page, zero when
   // unlatched, a cache line apart from its neighbours'.
   std::uint64_t& latch_word(PageId page_id) { return latches_[page_id]; }
-  // Whether fixing the swip's page would check its content (the first fix since open).
-  bool first_fix_since_open(const Swip& swip) const {
-    const PageId page_id = page_id_of(swip);
-    return !swip.is_swizzled() && page_id < tier_.slot_count() &&
-           !tier_.content_checked(static_cast<SlotId>(page_id));
-  }
   // An operation in a transaction served beside others, or run again exclusively because it
   // needed more (as BufferManager::add_change_beside); counted per thread.
   void add_change_beside(bool retried) { changes_beside_.add(retried); }
   void add_structure_retried() { changes_beside_.add_structure_retried(); }
+  // A leaf split beside changes, counted per thread.
+  void add_split_beside() { changes_beside_.add_split_beside(); }
   void add_undo_step_beside(bool retried) { changes_beside_.add_undo_step(retried); }
   // Optimistic leaf reads beside changes that a change spoilt, counted per thread.
   void add_leaf_reads_retried(std::uint64_t reads) {
@@ -196,19 +219,6 @@ class NvmDirectAccess {
   Counters counters() const { return changes_beside_.counters(); }
 
  private:
-  // The first fix of a page since open, or a swip that names no page in use.
-  void check_page(const Swip& swip) {
-    const PageId page_id = page_id_of(swip);
-    if (swip.is_swizzled() || page_id >= tier_.slot_count())
-      fail("nvm-direct: corrupt page reference {:#x} (the NVM file has {} slots)", swip.raw(),
-           tier_.slot_count());
-    const auto slot = static_cast<SlotId>(page_id);
-    if (tier_.header(slot).page_id != page_id)
-      fail("nvm-direct: corrupt page reference: page {} is not in use (its slot header says {})",
-           page_id, tier_.header(slot).is_free() ? "free" : "another page");
-    tier_.check_content(slot);
-  }
-
   // The page a swip names (a page id, unswizzled, is the page's slot), as raw bits: fix checks
   // that it is one.
   static PageId page_id_of(const Swip& swip) { return swip.raw() & ~Swip::from_page_id(0).raw(); }

@@ -10,12 +10,24 @@
 // (engine/logged_access.hpp), so no other change reads the page in between. A thread holds at
 // most one leaf latch at a time, so the latches cannot deadlock.
 //
+// A leaf whose parent has room splits beside the changes (BTree::insert_splitting_leaf_beside),
+// as on main-memory (tiers/main_memory_writes.hpp): under the tree's structure version
+// (common/structure_version.hpp), which every descent here checks, the parent latched
+// exclusive in its word (latch_parent), the new leaf allocated latched (allocate_page: slots
+// are allocated under the tier's latch), and swips moved a word at a time, so that a descent
+// reading a swip once (fix) never reads one half written. Its pages' before-images are logged
+// and persisted before each write, as for a change of an entry, and its three pages stay
+// latched until its record is durable (engine/logged_access.hpp): restart puts back a split
+// the crash interrupted, and no other change wrote those pages after it.
+//
 // A page not checked against its checksum since open is checked at its first fix, under its
 // latch word held exclusive (tried: taken by another, the page is the exclusive latch's), so
-// that the check, which reads the page whole, never races a change of it. A damaged page, a
-// split or a merge throws RetryExclusively before anything is changed, and the caller runs the
-// operation again under the exclusive latch. allocate_page, move_swips, swip_of and free_page must
-// never be reached (the B-tree refuses first) and throw std::logic_error.
+// that the check, which reads the page whole, never races a change of it. A swip that names
+// no page in use (a descent beside a split may read one; the structure version would send it
+// back), a damaged page, a merge, a new root or a split under a full parent throws
+// RetryExclusively before anything is changed, and the caller runs the operation again under
+// the exclusive latch, which reports an Error where there is one. free_page must never be
+// reached (merges refuse first) and throws std::logic_error.
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
@@ -95,10 +107,12 @@ class NvmDirectWrites : public PagesStayPut<NvmDirectWrites> {
   NvmDirectWrites(const NvmDirectWrites&) = delete;
   NvmDirectWrites& operator=(const NvmDirectWrites&) = delete;
 
+  // The swip read once, whole: a split beside may be moving it (move_swips).
   Guard fix(Swip& swip, Guard*) {
-    if (direct_.first_fix_since_open(swip)) [[unlikely]]
-      check_beside(swip);
-    return Guard(direct_.fix(swip, nullptr));
+    const Swip seen = Swip::load(swip);
+    if (!direct_.checked_in_use(seen)) [[unlikely]]
+      check_beside(seen);
+    return Guard(direct_.page_of(seen));
   }
 
   // A leaf the B-tree is about to read, or to change.
@@ -112,7 +126,25 @@ class NvmDirectWrites : public PagesStayPut<NvmDirectWrites> {
     return optimistic_leaf_read(direct_.latch_word(leaf.page_id()), leaf_reads_retried_, read,
                                 [&] { latch_leaf(leaf, false); });
   }
-  // A split, a merge or a new root: the exclusive latch's.
+  // A leaf split beside the changes, under the tree's structure version (BTree): its parent
+  // latched exclusive (no descent beside latches an inner node; a first fix's check may hold
+  // it a moment), the new leaf allocated latched, swips moved and linked a word at a time.
+  void latch_parent(Guard& parent) {
+    parent.latch_.lock(direct_.latch_word(parent.page_id()), true);
+  }
+  Guard allocate_page() {
+    Guard page(direct_.allocate_page());
+    page.latch_.lock(direct_.latch_word(page.page_id()), true);
+    return page;
+  }
+  void move_swips(Guard& to, std::uint32_t offset, Guard*, Swip* swips, std::uint32_t count) {
+    assert(to.latch_.exclusive());
+    direct_.move_swips(to.inner_, offset, nullptr, swips, count);
+  }
+  Swip swip_of(const Guard& guard) { return Swip::from_page_id(guard.page_id()); }
+  void add_split_beside() { direct_.add_split_beside(); }
+
+  // Any other split, a merge or a new root: the exclusive latch's.
   [[noreturn]] void refuse_structure_change() {
     structure_refused_ = true;
     throw RetryExclusively{};
@@ -120,16 +152,19 @@ class NvmDirectWrites : public PagesStayPut<NvmDirectWrites> {
   bool structure_refused() const { return structure_refused_; }
 
  private:
-  // The first fix of a page since open checks its content beside the changes, under the page's
+  // A swip that names no page in use: the exclusive latch's (a descent beside a split may
+  // have read it from a parent being changed; the exclusive run reports a damaged one). The
+  // first fix of a page since open checks its content beside the changes, under the page's
   // latch word held exclusive, so that no change of the page runs meanwhile (a leaf changes
-  // only so latched; inner pages do not change beside changes). The latch is tried, not waited
-  // for: this thread may hold a leaf's. Not taken, or the page damaged: the exclusive latch's,
-  // whose fix gives the Error.
-  void check_beside(Swip& swip) {
+  // only so latched, an inner page only in a split that latches it). The latch is tried, not
+  // waited for: this thread may hold a leaf's. Not taken, or the page damaged: the exclusive
+  // latch's, whose fix gives the Error.
+  void check_beside(Swip seen) {
+    if (!direct_.names_page_in_use(seen)) throw RetryExclusively{};
     SharedSpinLatchHold check;
-    if (!check.try_lock(direct_.latch_word(swip.page_id()))) throw RetryExclusively{};
+    if (!check.try_lock(direct_.latch_word(seen.page_id()))) throw RetryExclusively{};
     try {
-      const NvmDirectAccess::Guard checked = direct_.fix(swip, nullptr);
+      direct_.check_page(seen);
     } catch (const Error&) {
       throw RetryExclusively{};
     }

@@ -31,6 +31,20 @@ class ReaderSlots {
   bool inside(std::size_t slot) const {
     return (slots_[slot].word.load(std::memory_order_seq_cst) & kCountMask) != 0;
   }
+  bool any_inside() const {
+    const std::size_t slots = thread_slots_in_use();
+    for (std::size_t i = 0; i < slots; ++i)
+      if (inside(i)) return true;
+    return false;
+  }
+  // How many are inside now (a hint: they may enter and leave meanwhile).
+  std::uint32_t count_inside() const {
+    const std::size_t slots = thread_slots_in_use();
+    std::uint64_t count = 0;
+    for (std::size_t i = 0; i < slots; ++i)
+      count += slots_[i].word.load(std::memory_order_relaxed) & kCountMask;
+    return static_cast<std::uint32_t>(count);
+  }
 
   // A number that moves whenever a thread in another slot enters or leaves (each enter and
   // each leave adds to its slot's word); a slot this thread shares counts as another's.

@@ -388,12 +388,13 @@ class BTreeTable final : public TableInterface<K, V> {
   template <typename Body>
   auto reading(TransactionState* txn, bool restartable, Body&& body, const K* path_key = nullptr,
                ByteRange path_part = kWholeValue, std::span<const ByteRange> path_runs = {}) {
-    // Reads outside transactions too, while changes run (shared holders would wait for
-    // them). Not inside another call (a scan's visit function): that nests where it is.
+    // Reads outside transactions too, while changes run or ran lately (shared holders would
+    // wait for them: OperationLatch::changes_lately). Not inside another call (a scan's visit
+    // function): that nests where it is.
     const OperationLatch& latch = transactions_.latch();
     // In a transaction of a thread alone, exclusive is cheaper (OperationLatch::alone_here).
     if (restartable && !latch.held_here() &&
-        (txn != nullptr ? !latch.alone_here() : latch.changes_inside())) {
+        (txn != nullptr ? !latch.alone_here() : latch.changes_lately())) {
       for (bool brought_in = false;;) {
         BesideAccess reads(read_access(context_));
         try {

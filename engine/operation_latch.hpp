@@ -14,9 +14,12 @@
 // own slot (by a per-thread index), and a writer raises its flag and then waits for every
 // slot to drain. A reader that finds the flag raised, or changers inside, steps back and
 // waits, so writers are not starved; changers let a reader that waits go first, so readers
-// are not starved either. Changers count themselves in one word (they write shared lines
-// anyway). Every side waits as common/spin_latch.hpp says: spin for a short section's
-// length, then yield (on an oversubscribed machine the holder may be waiting for the core).
+// are not starved either. Changers announce themselves in slots of their own the same way
+// (one word they all wrote was a line that two cores changing rows side by side passed back
+// and forth twice per change): a reader or writer that waits for them looks at every slot,
+// and the count of changers inside is a sum over the slots. Every side waits as
+// common/spin_latch.hpp says: spin for a short section's length, then yield (on an
+// oversubscribed machine the holder may be waiting for the core).
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -53,16 +56,14 @@ class OperationLatch {
     }
     for (bool waiting = false;;) {
       readers_.enter();
-      if (!writer_.load(std::memory_order_seq_cst) &&
-          changers_.load(std::memory_order_seq_cst) == 0) [[likely]] {
+      if (!writer_.load(std::memory_order_seq_cst) && !changers_.any_inside()) [[likely]] {
         if (waiting) readers_waiting_.fetch_sub(1, std::memory_order_relaxed);
         hold(this, Mode::kShared);
         return;
       }
       readers_.leave();
       if (!std::exchange(waiting, true)) readers_waiting_.fetch_add(1, std::memory_order_relaxed);
-      for (unsigned spins = 0; writer_.load(std::memory_order_acquire) ||
-                               changers_.load(std::memory_order_acquire) != 0;
+      for (unsigned spins = 0; writer_.load(std::memory_order_acquire) || changers_.any_inside();
            ++spins)
         spin_back_off(spins);
     }
@@ -77,20 +78,18 @@ class OperationLatch {
   void lock_changes(Purpose purpose = Purpose::kChange) {
     if (held_latch == this || (purpose == Purpose::kChange && visiting_latch == this)) [[unlikely]]
       refuse_nested_change();
-    mark_entered();
     for (;;) {
       for (unsigned spins = 0; writer_.load(std::memory_order_acquire) ||
                                readers_waiting_.load(std::memory_order_relaxed) != 0;
            ++spins)
         spin_back_off(spins);
-      changers_.fetch_add(1, std::memory_order_seq_cst);
+      changers_.enter();
       if (!writer_.load(std::memory_order_seq_cst)) [[likely]]
         break;
-      changers_.fetch_sub(1, std::memory_order_release);
+      changers_.leave();
     }
-    // Readers that take a slot after the count see it before they read anything.
+    // Readers that take a slot after this one's see it before they read anything.
     drain_readers();
-    if (changers_in_slots_) changer_slots_.enter();
     hold(this, Mode::kChanges);
   }
   // Whether this thread holds the latch (in any mode).
@@ -106,26 +105,45 @@ class OperationLatch {
   // operation may as well hold the latch exclusive, which costs one thread less than changes
   // mode's latches do, and keeps nobody waiting. (Threads that work side by side enter every
   // few operations of each other, and keep changing side by side.) A hint: a thread that
-  // comes now waits for one operation, and its coming (mark_entered, or its reader slot)
-  // makes the next answer false.
+  // comes now waits for one operation, and its coming (its reader or changer slot, or
+  // mark_entered for the exclusive latch) makes the next answer false. (Another thread that
+  // was the last to enter exclusive and enters exclusive again between two questions goes
+  // unseen: the answer is a hint, and that thread's next operation ends it.)
   static constexpr unsigned kAloneAfter = 64;
   bool alone_here() const {
-    const std::uint64_t activity = readers_.others_activity();
+    // Another thread inside or waiting: not alone, and nothing to compare with next time.
+    if (changers_.any_inside() || writer_.load(std::memory_order_relaxed) ||
+        readers_waiting_.load(std::memory_order_relaxed) != 0) {
+      alone_seen = {};
+      return false;
+    }
+    const std::uint64_t activity = readers_.others_activity() + changers_.others_activity();
+    const std::uint32_t last = last_entered_.load(std::memory_order_relaxed);
     const bool nobody_else = alone_seen.latch == id_ && alone_seen.activity == activity &&
-                             last_entered_.load(std::memory_order_relaxed) == thread_slot() + 1 &&
-                             changers_.load(std::memory_order_relaxed) == 0 &&
-                             !writer_.load(std::memory_order_relaxed) &&
-                             readers_waiting_.load(std::memory_order_relaxed) == 0;
-    alone_seen = {id_, activity, nobody_else ? alone_seen.questions + 1 : 0};
+                             (last == thread_slot() + 1 || last == alone_seen.last_entered);
+    alone_seen = {id_, activity, last, nobody_else ? alone_seen.questions + 1 : 0};
     return alone_seen.questions >= kAloneAfter;
   }
   // Whether changes run now (a hint: they may end or begin at once), and how many.
-  bool changes_inside() const { return changers() != 0; }
-  std::uint32_t changers() const { return changers_.load(std::memory_order_relaxed); }
+  bool changes_inside() const { return changers_.any_inside(); }
+  // Whether changes ran when this thread last looked, up to kLately questions ago (or run
+  // now): a read outside transactions then holds the latch for changes too, beside them. Held
+  // shared, it would keep changers waiting and wait for them, and where changes come every few
+  // operations (YCSB-RW) the threads would take turns between the two modes.
+  static constexpr unsigned kLately = 64;
+  bool changes_lately() const {
+    if (lately_seen.latch == id_ && lately_seen.questions > 0) [[likely]] {
+      --lately_seen.questions;  // no look at the others' slots, written by their changes
+      return true;
+    }
+    if (!changes_inside()) return false;
+    lately_seen = {id_, kLately};
+    return true;
+  }
+  std::uint32_t changers() const { return changers_.count_inside(); }
   void unlock_changes() {
     hold(nullptr, Mode::kShared);
-    if (changers_in_slots_) changer_slots_.leave();
-    changers_.fetch_sub(1, std::memory_order_release);
+    changers_.leave();
   }
 
   void lock(Purpose purpose = Purpose::kChange) {
@@ -146,11 +164,12 @@ class OperationLatch {
     // yields) rather than sleeping in the kernel, as a mutex would under contention.
     for (unsigned spins = 0; writer_.exchange(true, std::memory_order_seq_cst); ++spins)
       spin_back_off(spins);
-    // Threads that take a slot, or count themselves as changers, after this load see the flag
+    // Threads that take a reader or changer slot after this load see the flag
     // before they touch anything.
     drain_readers();
-    for (unsigned spins = 0; changers_.load(std::memory_order_seq_cst) != 0; ++spins)
-      spin_back_off(spins);
+    const std::size_t slots = thread_slots_in_use();
+    for (std::size_t i = 0; i < slots; ++i)
+      for (unsigned spins = 0; changers_.inside(i); ++spins) spin_back_off(spins);
     hold(this, Mode::kExclusive);
   }
   void unlock() {
@@ -163,13 +182,8 @@ class OperationLatch {
   // they have left (tiers/retired_frames.hpp).
   const ReaderSlots& readers() const { return readers_; }
   // The changers, each in its own slot, for grace periods beside changes: memory a change may
-  // be reading is reused only once the changes inside when it was let go have left. Not for
-  // waiting (changers_ counts them). Kept only once asked for (two locked instructions per
-  // change, on the thread's own line), before any thread enters.
-  const ReaderSlots& changer_slots() {
-    changers_in_slots_ = true;
-    return changer_slots_;
-  }
+  // be reading is reused only once the changes inside when it was let go have left.
+  const ReaderSlots& changer_slots() const { return changers_; }
 
   // Scoped holders.
   class [[nodiscard]] Shared {
@@ -228,7 +242,7 @@ class OperationLatch {
     held_depth = latch != nullptr ? 1 : 0;
     held_mode = mode;
   }
-  // Who came last for changes or exclusive (a slot + 1), written only when it changes: for
+  // Who came last for the exclusive latch (a slot + 1), written only when it changes: for
   // alone_here, before the caller waits, so the holder's next question sees it.
   void mark_entered() {
     const auto me = static_cast<std::uint32_t>(thread_slot() + 1);
@@ -259,17 +273,22 @@ class OperationLatch {
   struct AloneSeen {
     std::uint64_t latch;  // its id_ (a new latch may take a closed one's address)
     std::uint64_t activity;
+    std::uint32_t last_entered;
     unsigned questions;  // answered alone in a row
   };
-  static inline thread_local AloneSeen alone_seen{0, 0, 0};
+  static inline thread_local AloneSeen alone_seen{0, 0, 0, 0};
+  // Questions left for which changes_lately says yes without changes inside.
+  struct LatelySeen {
+    std::uint64_t latch;  // its id_
+    unsigned questions;
+  };
+  static inline thread_local LatelySeen lately_seen{0, 0};
   static inline std::atomic<std::uint64_t> latches_made{0};
   const std::uint64_t id_ = latches_made.fetch_add(1, std::memory_order_relaxed) + 1;
-  bool changers_in_slots_ = false;  // set before any thread enters
   ReaderSlots readers_;
-  ReaderSlots changer_slots_;
+  ReaderSlots changers_;
   alignas(64) std::atomic<bool> writer_{false};
-  alignas(64) std::atomic<std::uint32_t> changers_{0};
-  std::atomic<std::uint32_t> last_entered_{0};  // written by changers too: their line
+  alignas(64) std::atomic<std::uint32_t> last_entered_{0};
   alignas(64) std::atomic<std::uint32_t> readers_waiting_{0};
 };
 

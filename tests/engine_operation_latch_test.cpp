@@ -2,12 +2,18 @@
 // to itself for kAloneAfter questions in a row (after a first that has nothing to compare
 // with) is told so, and runs its operations exclusive;
 // another thread entering in any mode (changes, exclusive, shared), or waiting to, makes the
-// next answer false and the count start again.
+// next answer false and the count start again. Reads outside transactions keep to changes
+// mode for a while after changes ran (changes_lately), and changers are counted in slots of
+// their own, which readers and the exclusive holder wait for.
 #include "engine/operation_latch.hpp"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <thread>
+#include <vector>
 
 namespace tristore {
 namespace {
@@ -78,6 +84,70 @@ TEST(OperationLatchAlone, AThreadOnTwoDatabasesIsAloneOnNeitherWhileItAlternates
     EXPECT_FALSE(first.alone_here()) << i;
     EXPECT_FALSE(second.alone_here()) << i;
   }
+}
+
+// A read outside transactions takes the latch for changes while changes run or ran lately
+// (OperationLatch::changes_lately), so that readers and changers do not take turns between
+// shared mode and changes mode: yes while a changer is inside, and for kLately questions
+// after the last one seen, then no.
+TEST(OperationLatchLately, ReadsKeepToChangesModeForAWhileAfterTheLastChangeSeen) {
+  OperationLatch latch;
+  EXPECT_FALSE(latch.changes_lately()) << "no change ever ran";
+  std::atomic<int> step{0};
+  std::thread changer([&] {
+    const OperationLatch::Changes latched(latch);
+    step = 1;
+    while (step.load() != 2) std::this_thread::yield();
+  });
+  while (step.load() != 1) std::this_thread::yield();
+  EXPECT_TRUE(latch.changes_lately()) << "a changer is inside";
+  step = 2;
+  changer.join();
+  ASSERT_FALSE(latch.changes_inside());
+  for (unsigned i = 0; i < OperationLatch::kLately; ++i)
+    EXPECT_TRUE(latch.changes_lately()) << "question " << i << " after the changer left";
+  EXPECT_FALSE(latch.changes_lately()) << "kLately questions saw no change";
+  OperationLatch other;
+  EXPECT_FALSE(other.changes_lately()) << "what this thread saw on one latch is that latch's";
+}
+
+// Changers announce themselves each in a slot of their own: they are counted (the log's room
+// beside changes is reserved per changer), and a reader wanting the latch shared and a thread
+// wanting it exclusive wait until the last has left.
+TEST(OperationLatchChangers, ChangersInSlotsAreCountedAndKeepReadersAndTheExclusiveOut) {
+  constexpr int kChangers = 3;
+  OperationLatch latch;
+  std::atomic<int> inside{0};
+  std::atomic<bool> leave{false};
+  std::vector<std::thread> changers;
+  for (int c = 0; c < kChangers; ++c)
+    changers.emplace_back([&] {
+      const OperationLatch::Changes latched(latch);
+      inside.fetch_add(1);
+      while (!leave.load()) std::this_thread::yield();
+    });
+  while (inside.load() != kChangers) std::this_thread::yield();
+  EXPECT_EQ(latch.changers(), std::uint32_t{kChangers});
+  EXPECT_TRUE(latch.changes_inside());
+  std::atomic<bool> read{false}, alone{false};
+  std::thread reader([&] {
+    const OperationLatch::Shared latched(latch);
+    read = true;
+  });
+  std::thread exclusive([&] {
+    const OperationLatch::Exclusive latched(latch);
+    alone = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(read.load()) << "a reader came in beside the changers";
+  EXPECT_FALSE(alone.load()) << "the exclusive holder came in beside the changers";
+  leave = true;
+  for (std::thread& thread : changers) thread.join();
+  reader.join();
+  exclusive.join();
+  EXPECT_TRUE(read.load());
+  EXPECT_TRUE(alone.load());
+  EXPECT_EQ(latch.changers(), 0u);
 }
 
 }  // namespace

@@ -24,22 +24,32 @@ class ReaderSlots {
 
   // enter() is sequentially consistent: a writer or a grace period that looks after it sees
   // the reader, and the reader sees what was unlinked before the look.
-  void enter() { slots_[thread_slot()].word.fetch_add(1, std::memory_order_seq_cst); }
+  void enter() {
+    const std::size_t slot = thread_slot();
+    if (slot >= slots_entered_.load(std::memory_order_relaxed)) [[unlikely]]
+      note_entered(slot);
+    slots_[slot].word.fetch_add(1, std::memory_order_seq_cst);
+  }
   void leave() { slots_[thread_slot()].word.fetch_add(kExit - 1, std::memory_order_release); }
 
   // Whether any reader is inside (a writer waits for false, slot by slot).
   bool inside(std::size_t slot) const {
     return (slots_[slot].word.load(std::memory_order_seq_cst) & kCountMask) != 0;
   }
+  // Slots [0, slots_entered()) are every slot a thread has entered so far (sequentially
+  // consistent: a look at the slots after a thread entered sees its slot among them). Who
+  // waits for the slots to drain looks no further: a latch whose changers never came looks
+  // at no slot.
+  std::size_t slots_entered() const { return slots_entered_.load(std::memory_order_seq_cst); }
   bool any_inside() const {
-    const std::size_t slots = thread_slots_in_use();
+    const std::size_t slots = slots_entered();
     for (std::size_t i = 0; i < slots; ++i)
       if (inside(i)) return true;
     return false;
   }
   // How many are inside now (a hint: they may enter and leave meanwhile).
   std::uint32_t count_inside() const {
-    const std::size_t slots = thread_slots_in_use();
+    const std::size_t slots = slots_entered();
     std::uint64_t count = 0;
     for (std::size_t i = 0; i < slots; ++i)
       count += slots_[i].word.load(std::memory_order_relaxed) & kCountMask;
@@ -94,7 +104,16 @@ class ReaderSlots {
   struct alignas(64) Slot {
     std::atomic<std::uint64_t> word{0};
   };
+  // Raised before the slot's first entry (never lowered; threads rarely take new slots).
+  void note_entered(std::size_t slot) {
+    std::size_t entered = slots_entered_.load(std::memory_order_seq_cst);
+    while (entered <= slot &&
+           !slots_entered_.compare_exchange_weak(entered, slot + 1, std::memory_order_seq_cst)) {
+    }
+  }
+
   std::array<Slot, kThreadSlots> slots_;
+  alignas(64) std::atomic<std::size_t> slots_entered_{0};
   alignas(64) mutable std::atomic<std::uint64_t> barrier_{0};
 };
 

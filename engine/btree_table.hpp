@@ -388,8 +388,8 @@ class BTreeTable final : public TableInterface<K, V> {
   template <typename Body>
   auto reading(TransactionState* txn, bool restartable, Body&& body, const K* path_key = nullptr,
                ByteRange path_part = kWholeValue, std::span<const ByteRange> path_runs = {}) {
-    // Reads outside transactions too, while changes run or ran lately (shared holders would
-    // wait for them: OperationLatch::changes_lately). Not inside another call (a scan's visit
+    // Reads outside transactions too, for a while after this thread saw changes inside
+    // (OperationLatch::changes_lately). Not inside another call (a scan's visit
     // function): that nests where it is.
     const OperationLatch& latch = transactions_.latch();
     // In a transaction of a thread alone, exclusive is cheaper (OperationLatch::alone_here).

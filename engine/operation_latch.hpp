@@ -62,6 +62,7 @@ class OperationLatch {
         return;
       }
       readers_.leave();
+      if (changers_.any_inside()) lately_seen = {id_, kLately};
       if (!std::exchange(waiting, true)) readers_waiting_.fetch_add(1, std::memory_order_relaxed);
       for (unsigned spins = 0; writer_.load(std::memory_order_acquire) || changers_.any_inside();
            ++spins)
@@ -126,19 +127,26 @@ class OperationLatch {
   }
   // Whether changes run now (a hint: they may end or begin at once), and how many.
   bool changes_inside() const { return changers_.any_inside(); }
-  // Whether changes ran when this thread last looked, up to kLately questions ago (or run
-  // now): a read outside transactions then holds the latch for changes too, beside them. Held
-  // shared, it would keep changers waiting and wait for them, and where changes come every few
-  // operations (YCSB-RW) the threads would take turns between the two modes.
-  static constexpr unsigned kLately = 64;
+  // Whether a read outside transactions should hold the latch for changes, beside them,
+  // rather than shared: held shared, it would keep changers waiting and wait for them, and
+  // where changes come every few operations (YCSB-RW) threads that chose by changes_inside
+  // each time took turns between the two modes. So the answer holds for kLately questions:
+  // yes once changers were seen inside (here, or by a shared hold that had to wait for them),
+  // no once none were. The others' slots are looked at once per kLately questions, not at
+  // every read.
+  static constexpr int kLately = 64;
   bool changes_lately() const {
-    if (lately_seen.latch == id_ && lately_seen.questions > 0) [[likely]] {
-      --lately_seen.questions;  // no look at the others' slots, written by their changes
-      return true;
+    if (lately_seen.latch == id_ && lately_seen.questions != 0) [[likely]] {
+      if (lately_seen.questions > 0) {
+        --lately_seen.questions;
+        return true;
+      }
+      ++lately_seen.questions;
+      return false;
     }
-    if (!changes_inside()) return false;
-    lately_seen = {id_, kLately};
-    return true;
+    const bool inside = changes_inside();
+    lately_seen = {id_, inside ? kLately : -kLately};
+    return inside;
   }
   std::uint32_t changers() const { return changers_.count_inside(); }
   void unlock_changes() {
@@ -167,7 +175,7 @@ class OperationLatch {
     // Threads that take a reader or changer slot after this load see the flag
     // before they touch anything.
     drain_readers();
-    const std::size_t slots = thread_slots_in_use();
+    const std::size_t slots = changers_.slots_entered();
     for (std::size_t i = 0; i < slots; ++i)
       for (unsigned spins = 0; changers_.inside(i); ++spins) spin_back_off(spins);
     hold(this, Mode::kExclusive);
@@ -250,7 +258,7 @@ class OperationLatch {
       last_entered_.store(me, std::memory_order_relaxed);
   }
   void drain_readers() const {
-    const std::size_t slots = thread_slots_in_use();
+    const std::size_t slots = readers_.slots_entered();
     for (std::size_t i = 0; i < slots; ++i)
       for (unsigned spins = 0; readers_.inside(i); ++spins) spin_back_off(spins);
   }
@@ -277,10 +285,10 @@ class OperationLatch {
     unsigned questions;  // answered alone in a row
   };
   static inline thread_local AloneSeen alone_seen{0, 0, 0, 0};
-  // Questions left for which changes_lately says yes without changes inside.
+  // Questions left for which changes_lately says yes (> 0) or no (< 0) without looking.
   struct LatelySeen {
     std::uint64_t latch;  // its id_
-    unsigned questions;
+    int questions;
   };
   static inline thread_local LatelySeen lately_seen{0, 0};
   static inline std::atomic<std::uint64_t> latches_made{0};

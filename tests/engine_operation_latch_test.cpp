@@ -2,9 +2,9 @@
 // to itself for kAloneAfter questions in a row (after a first that has nothing to compare
 // with) is told so, and runs its operations exclusive;
 // another thread entering in any mode (changes, exclusive, shared), or waiting to, makes the
-// next answer false and the count start again. Reads outside transactions keep to changes
-// mode for a while after changes ran (changes_lately), and changers are counted in slots of
-// their own, which readers and the exclusive holder wait for.
+// next answer false and the count start again. Reads outside transactions keep to the mode
+// they chose for a while (changes_lately), and changers are
+// counted in slots of their own, which readers and the exclusive holder wait for.
 #include "engine/operation_latch.hpp"
 
 #include <gtest/gtest.h>
@@ -86,27 +86,45 @@ TEST(OperationLatchAlone, AThreadOnTwoDatabasesIsAloneOnNeitherWhileItAlternates
   }
 }
 
-// A read outside transactions takes the latch for changes while changes run or ran lately
-// (OperationLatch::changes_lately), so that readers and changers do not take turns between
-// shared mode and changes mode: yes while a changer is inside, and for kLately questions
-// after the last one seen, then no.
-TEST(OperationLatchLately, ReadsKeepToChangesModeForAWhileAfterTheLastChangeSeen) {
+// A read outside transactions takes the latch for changes for a while after changers were
+// seen inside (OperationLatch::changes_lately), so that readers and changers do not take turns
+// between shared mode and changes mode: yes for kLately questions once changers were seen,
+// by the question itself or by a shared hold that had to wait for them, and no for kLately
+// questions once none were.
+TEST(OperationLatchLately, ReadsKeepToTheModeTheyChoseForAWhile) {
+  constexpr int kLately = OperationLatch::kLately;
   OperationLatch latch;
-  EXPECT_FALSE(latch.changes_lately()) << "no change ever ran";
   std::atomic<int> step{0};
   std::thread changer([&] {
+    while (step.load() != 1) std::this_thread::yield();
+    {
+      const OperationLatch::Changes latched(latch);
+      step = 2;
+      while (step.load() != 3) std::this_thread::yield();
+    }
+    step = 4;  // left
+    while (step.load() != 5) std::this_thread::yield();
     const OperationLatch::Changes latched(latch);
-    step = 1;
-    while (step.load() != 2) std::this_thread::yield();
+    step = 6;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // while the reader waits
   });
-  while (step.load() != 1) std::this_thread::yield();
-  EXPECT_TRUE(latch.changes_lately()) << "a changer is inside";
-  step = 2;
+  EXPECT_FALSE(latch.changes_lately()) << "no changer inside";
+  step = 1;
+  while (step.load() != 2) std::this_thread::yield();
+  for (int i = 0; i < kLately; ++i)
+    EXPECT_FALSE(latch.changes_lately()) << "question " << i << " keeps to the no it chose";
+  EXPECT_TRUE(latch.changes_lately()) << "looks again: a changer is inside";
+  step = 3;
+  for (int i = 0; i < kLately; ++i)
+    EXPECT_TRUE(latch.changes_lately()) << "question " << i << " keeps to the yes it chose";
+  while (step.load() != 4) std::this_thread::yield();
+  EXPECT_FALSE(latch.changes_lately()) << "looks again: nobody inside";
+  step = 5;
+  while (step.load() != 6) std::this_thread::yield();
+  { const OperationLatch::Shared latched(latch); }  // waits for the changer to leave
   changer.join();
-  ASSERT_FALSE(latch.changes_inside());
-  for (unsigned i = 0; i < OperationLatch::kLately; ++i)
-    EXPECT_TRUE(latch.changes_lately()) << "question " << i << " after the changer left";
-  EXPECT_FALSE(latch.changes_lately()) << "kLately questions saw no change";
+  for (int i = 0; i < kLately; ++i)
+    EXPECT_TRUE(latch.changes_lately()) << "question " << i << " after waiting for a changer";
   OperationLatch other;
   EXPECT_FALSE(other.changes_lately()) << "what this thread saw on one latch is that latch's";
 }

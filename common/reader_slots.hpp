@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/spin_latch.hpp"
 #include "common/thread_slot.hpp"
 
 namespace tristore {
@@ -46,6 +47,13 @@ class ReaderSlots {
     for (std::size_t i = 0; i < slots; ++i)
       if (inside(i)) return true;
     return false;
+  }
+  // Waits, slot by slot, until each slot has been seen empty (a writer that keeps new
+  // readers out first: once so seen, none is inside).
+  void wait_until_empty() const {
+    const std::size_t slots = slots_entered();
+    for (std::size_t i = 0; i < slots; ++i)
+      for (unsigned spins = 0; inside(i); ++spins) spin_back_off(spins);
   }
   // How many are inside now (a hint: they may enter and leave meanwhile).
   std::uint32_t count_inside() const {

@@ -90,7 +90,7 @@ class OperationLatch {
       changers_.leave();
     }
     // Readers that take a slot after this one's see it before they read anything.
-    drain_readers();
+    readers_.wait_until_empty();
     hold(this, Mode::kChanges);
   }
   // Whether this thread holds the latch (in any mode).
@@ -174,10 +174,8 @@ class OperationLatch {
       spin_back_off(spins);
     // Threads that take a reader or changer slot after this load see the flag
     // before they touch anything.
-    drain_readers();
-    const std::size_t slots = changers_.slots_entered();
-    for (std::size_t i = 0; i < slots; ++i)
-      for (unsigned spins = 0; changers_.inside(i); ++spins) spin_back_off(spins);
+    readers_.wait_until_empty();
+    changers_.wait_until_empty();
     hold(this, Mode::kExclusive);
   }
   void unlock() {
@@ -256,11 +254,6 @@ class OperationLatch {
     const auto me = static_cast<std::uint32_t>(thread_slot() + 1);
     if (last_entered_.load(std::memory_order_relaxed) != me)
       last_entered_.store(me, std::memory_order_relaxed);
-  }
-  void drain_readers() const {
-    const std::size_t slots = readers_.slots_entered();
-    for (std::size_t i = 0; i < slots; ++i)
-      for (unsigned spins = 0; readers_.inside(i); ++spins) spin_back_off(spins);
   }
   [[noreturn]] static void refuse_nested_change() {
     fail(

@@ -8,6 +8,7 @@
 #include "common/page_format.hpp"
 #include "emulation/nvm_persistence.hpp"
 #include "engine/database_over.hpp"
+#include "engine/slots_in_no_tree.hpp"
 #include "engine/storage_files.hpp"
 #include "ssd/ssd_crash_simulator.hpp"
 #include "tiers/buffer_manager.hpp"
@@ -139,6 +140,17 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
     }
     if (entry.offset == kRedoLeafEntry) return redo_leaf_change(page, entry, bytes, lsn);
     std::memcpy(page.write(entry.offset, entry.length), bytes.data(), entry.length);
+  }
+
+  // Pages the log freed last, and new basic-nvm pages no durable record names: their NVM
+  // slots (a 3tier slot may cache a freed page), SSD pages and page table entries go.
+  std::uint64_t settle_allocations(const LoggedAllocations& logged) override {
+    std::vector<PageId> pages(logged.freed.begin(), logged.freed.end());
+    if (nvm_ != nullptr)
+      for (const SlotId slot : slots_in_no_tree(*nvm_, logged))
+        if (!logged.freed.contains(nvm_->header(slot).page_id))
+          pages.push_back(nvm_->header(slot).page_id);
+    return manager_->give_back_pages(pages);
   }
 
  private:

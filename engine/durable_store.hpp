@@ -1,10 +1,18 @@
 #pragma once
 // What the transaction manager needs of an architecture's storage for checkpoints and redo.
+#include <cstdint>
 #include <span>
+#include <unordered_set>
 
 #include "engine/log_record.hpp"
 
 namespace tristore {
+
+// What the log since the checkpoint last says of the pages it names new or freed.
+struct LoggedAllocations {
+  std::unordered_set<PageId> made;   // new in a durable record, not freed after
+  std::unordered_set<PageId> freed;  // freed in a durable record, not made again after
+};
 
 class DurableStore {
  public:
@@ -30,6 +38,12 @@ class DurableStore {
   virtual void trust_page(PageId) {}
   // nvm-direct: puts back bytes an interrupted operation changed in place.
   virtual void restore_before_image(const RedoPageBytes&, std::span<const std::byte>) {}
+  // Restart, after redo and the before-images: gives back the storage of pages that are in no
+  // tree. A crash may come between an operation's claim of a page (a slot header, persisted at
+  // once) and its durable record, or between that record and the free it ends with. The log
+  // since the checkpoint has the last word on each page it names (LoggedAllocations). Returns
+  // how many pages were given back.
+  virtual std::uint64_t settle_allocations(const LoggedAllocations&) { return 0; }
 };
 
 }  // namespace tristore

@@ -7,6 +7,7 @@
 #include "common/page_format.hpp"
 #include "emulation/nvm_persistence.hpp"
 #include "engine/database_over.hpp"
+#include "engine/slots_in_no_tree.hpp"
 #include "engine/storage_files.hpp"
 #include "tiers/nvm_direct_access.hpp"
 
@@ -101,6 +102,13 @@ class NvmDirectDatabase final : public DatabaseOver<NvmDirectAccess> {
   void restore_before_image(const RedoPageBytes& entry, std::span<const std::byte> bytes) override {
     std::byte* page = slot_of(entry, kNoLsn);
     if (page != nullptr) write_persisted(page + entry.offset, bytes);
+  }
+
+  // A slot is a page's only home here: freeing it gives the page back.
+  std::uint64_t settle_allocations(const LoggedAllocations& logged) override {
+    const std::vector<SlotId> slots = slots_in_no_tree(*tier_, logged);
+    tier_->free_slots(slots);
+    return slots.size();
   }
 
  private:

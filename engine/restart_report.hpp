@@ -16,6 +16,7 @@ struct RestartReport {
   std::uint64_t redo_operations = 0;    // kRedoOperation and kTupleOperation records replayed
   std::uint64_t redo_entries_applied = 0;
   std::uint64_t before_images_restored = 0;  // nvm-direct: an interrupted operation
+  std::uint64_t pages_given_back = 0;        // claimed or freed by operations a crash cut short
   std::uint64_t losers = 0;
   std::uint64_t undo_records_pending = 0;  // at the end of analysis
 };

@@ -522,7 +522,7 @@ void TransactionManager::analyse_and_redo(RestartReport& report) {
     std::vector<Lsn> interrupted;  // before-images since its last other record
   };
   std::map<TxnId, Info> txns;
-  std::unordered_map<PageId, Lsn> freed_at;
+  std::unordered_map<PageId, Lsn> freed_at, made_at;
   TxnId max_txn = 0;
   const Lsn checkpoint = log_->checkpoint_lsn();
   bool checkpoint_ended = checkpoint == kNoLsn;
@@ -578,6 +578,7 @@ void TransactionManager::analyse_and_redo(RestartReport& report) {
           fail("log corrupt: operation at LSN {} without its undo", record.lsn);
         for_each_redo_entry(entries, [&](const RedoPageBytes& e, auto) {
           if (e.offset == kRedoFreedEntry) freed_at[e.page_id] = record.lsn;
+          if (e.offset == kRedoNewPageEntry) made_at[e.page_id] = record.lsn;
           if (e.offset != kRedoRootEntry) store_->trust_page(e.page_id);
         });
       }
@@ -633,8 +634,18 @@ void TransactionManager::analyse_and_redo(RestartReport& report) {
     store_->restore_before_image(e, record.payload.subspan(sizeof(e), e.length));
     ++report.before_images_restored;
   }
+  // 3. Pages claimed by operations that never became durable, or freed by durable ones
+  //    that the crash cut short: the log's last word on each decides.
+  LoggedAllocations allocations;
+  for (const auto& [page, lsn] : made_at)
+    if (auto freed = freed_at.find(page); freed == freed_at.end() || freed->second < lsn)
+      allocations.made.insert(page);
+  for (const auto& [page, lsn] : freed_at)
+    if (auto made = made_at.find(page); made == made_at.end() || made->second < lsn)
+      allocations.freed.insert(page);
+  report.pages_given_back = store_->settle_allocations(allocations);
   report.redo_seconds = seconds_since(start);
-  // 3. The losers' undo records not yet compensated, for undo_pending.
+  // 4. The losers' undo records not yet compensated, for undo_pending.
   start = std::chrono::steady_clock::now();
   for (auto& [txn, info] : txns)
     if (!info.ended) collect_loser_undo(txn, info.first, info.last);

@@ -71,6 +71,9 @@ class NvmTier {
   // page_checksum: nvm_page_checksum of the slot's content as it now lies in NVM, if known.
   void write_header(SlotId id, PageId page_id, Lsn lsn, bool dirty_vs_ssd,
                     std::optional<std::uint32_t> page_checksum = std::nullopt);
+  // The same for a slot just allocated for a new page, which it marks new since the
+  // checkpoint (NvmSlotHeader::kNewSinceCheckpoint).
+  void claim_for_new_page(SlotId id, PageId page_id);
 
   // Page content checks (docs/durability.md, "What each file region is protected by"). A
   // slot's content is checked once per open, when first read: against the header's page
@@ -101,7 +104,9 @@ class NvmTier {
   void check_copy(SlotId id, const std::byte* page);
   // Gives every occupied slot without a page checksum, or changed in place since, a new one
   // from its content in NVM (charged as NVM reads); one fence for all. Call when no DRAM copy
-  // holds newer data for them and no page is being changed.
+  // holds newer data for them and no page is being changed. A checkpoint calls it once every
+  // operation before it is durable: it also ends each slot's kNewSinceCheckpoint (such a slot
+  // has no checksum, for any later header write clears the flag).
   void seal_pages();
 
   std::optional<SlotId> allocate_slot() {
@@ -134,6 +139,8 @@ class NvmTier {
     return std::atomic_ref<std::uint8_t>(const_cast<std::uint8_t&>(flags[id]));
   }
   void load_headers();
+  // Persists the slot's next header and mirrors it (write_header).
+  void write_content(SlotId id, const NvmSlotHeader& content);
   // Writes and flushes the slot's next header version, not fenced; returns it for the mirror.
   NvmSlotHeader stage_header(SlotId id, const NvmSlotHeader& content);
   // The other place gets the version just fenced (flushed, not fenced).

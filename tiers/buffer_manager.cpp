@@ -101,7 +101,7 @@ FullFrame* BufferManager::make_page() {
         fail("NVM full: all {} slots hold pages (basic-nvm keeps every page in NVM)",
              nvm_->slot_count());
       page_id = *slot;
-      nvm_->write_header(*slot, page_id, 0, false);
+      nvm_->claim_for_new_page(*slot, page_id);
       frame->header.nvm = nvm_->slot(*slot);
     }
   } catch (...) {
@@ -207,6 +207,38 @@ void BufferManager::claim_ssd_page(PageId page_id) {
     below.push_back(id);
   }
   for (PageId id : below) ssd_->free(id);
+}
+
+std::uint64_t BufferManager::give_back_pages(std::span<const PageId> pages) {
+  std::vector<SlotId> slots;
+  std::uint64_t given_back = 0;
+  for (const PageId page_id : pages) {
+    bool had_any = false;
+    // 1. Its page table entry: an NVM slot, or a DRAM frame (and the frame's slot).
+    if (void* const* entry = page_table_.find(page_id)) {
+      had_any = true;
+      if (nvm_ != nullptr && nvm_->in_slot_area(*entry)) {
+        slots.push_back(nvm_->slot_of(*entry));
+      } else {
+        auto* frame = static_cast<FrameHeader*>(*entry);
+        if (frame->fix_count != 0 || frame->has(frame_flag::kSwizzled))
+          fail("restart: page {}, in no tree, is still fixed or swizzled", page_id);
+        if (frame->nvm != nullptr) slots.push_back(nvm_->slot_of(frame->nvm));
+        frame->bump_version();
+        pool_.release(frame);
+      }
+      page_table_.erase(page_id);
+    }
+    admission_set_.take(page_id);
+    // 2. Its SSD page, should the last sync have left it allocated.
+    if (ssd_ != nullptr && ssd_->is_allocated(page_id)) {
+      ssd_->free(page_id);
+      had_any = true;
+    }
+    given_back += had_any ? 1 : 0;
+  }
+  if (!slots.empty()) nvm_->free_slots(slots);
+  return given_back;
 }
 
 void BufferManager::free_page(Guard&& guard) {

@@ -142,6 +142,9 @@ class BufferManager {
   // claiming its SSD page id. Only while no other guard refers to the page.
   Guard fix_page(PageId page_id);
   Guard install_page(PageId page_id, const std::byte* image);
+  // Restart, after redo: pages in no tree lose what they still have (page table entry, DRAM
+  // frame, NVM slot, SSD page). Returns how many had any. Only while no guard is held.
+  std::uint64_t give_back_pages(std::span<const PageId> pages);
 
   // Writes every DRAM page down (children before parents) and syncs the SSD file, so a
   // BufferManager opened later over the same files finds every page. No guard may be held.

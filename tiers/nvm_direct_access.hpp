@@ -139,8 +139,9 @@ class NvmDirectAccess {
     // 1. A free slot, else the NVM is full.
     auto slot = tier_.allocate_slot();
     if (!slot) fail("nvm-direct: NVM is full ({} slots of 16 KiB)", tier_.slot_count());
-    // 2. Claim it in its persisted header, so a reopen finds it in use.
-    tier_.write_header(*slot, *slot, 0, false);
+    // 2. Claim it in its persisted header, so a reopen finds it in use (or, should no durable
+    //    record name the page, gives it back: DurableStore::settle_allocations).
+    tier_.claim_for_new_page(*slot, *slot);
     // 3. A zeroed page with its header; the guard's release persists it.
     Guard guard(&device_, &tier_, tier_.slot(*slot), *slot);
     std::memset(guard.page_, 0, kPageSize);

@@ -202,6 +202,7 @@ nlohmann::json recovery_work_json(const RestartReport& report) {
           {"redo_operations", report.redo_operations},
           {"redo_entries_applied", report.redo_entries_applied},
           {"before_images_restored", report.before_images_restored},
+          {"pages_given_back", report.pages_given_back},
           {"torn_pages_mended", report.torn_pages_mended},
           {"losers", report.losers},
           {"undo_records_pending", report.undo_records_pending}};

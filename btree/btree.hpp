@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <span>
@@ -310,12 +311,22 @@ class BTree {
   // strictly ascending key order, called once per i in order. Nodes are filled to
   // `fill_factor` of their capacity. On an Error (keys out of order) the tree keeps the
   // entries before the offending one.
+  //
+  // The load is not logged: its entries go into new pages below a new root, which then takes
+  // over the root swip, and make_durable() runs (a checkpoint, whose saved catalog switches to
+  // the new root: a crash before leaves the empty tree whole, and restart gives back the new
+  // pages). Only then is the old root, an empty leaf, freed.
   template <typename Generate>
   void bulk_load(std::size_t count, Generate&& generate, double fill_factor) {
+    bulk_load(count, generate, fill_factor, [] {});
+  }
+  template <typename Generate, typename MakeDurable>
+  void bulk_load(std::size_t count, Generate&& generate, double fill_factor,
+                 MakeDurable&& make_durable) {
     if (!(fill_factor > 0.0 && fill_factor <= 1.0))
       fail("bulk_load: fill factor {} is outside (0, 1]", fill_factor);
-    Guard root = access_.fix(root_, nullptr);
-    NodeHeader h = header(root);
+    Guard old_root = access_.fix(root_, nullptr);
+    NodeHeader h = header(old_root);
     if (!h.is_leaf || h.count != 0) fail("bulk_load: the table is not empty");
     if (count == 0) return;
     BulkLoad<Generate> load{.generate = generate,
@@ -328,7 +339,19 @@ class BTree {
     load.leaves = (count + load.per_leaf - 1) / load.per_leaf;
     std::uint32_t height = 0;
     for (std::size_t span = 1; span < load.leaves; span *= load.fanout) ++height;
-    build_subtree(load, root, height, 0, load.leaves);
+    std::exception_ptr error;
+    {
+      Guard root = access_.allocate_page();
+      try {
+        build_subtree(load, root, height, 0, load.leaves);
+      } catch (const Error&) {
+        error = std::current_exception();
+      }
+      root_ = access_.swip_of(root);
+    }
+    make_durable();
+    access_.free_page(std::move(old_root));
+    if (error) std::rethrow_exception(error);
   }
 
   // Walks the whole tree (whole pages, one path of guards at a time).

@@ -95,17 +95,21 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
   bool checkpoint_pages_beside() override { return manager_->write_back_beside(32); }
   void finish_checkpoint_pages_beside() override { write_back_pages(true); }
 
-  // 1. Catalog with the roots' page ids (a swizzled root is fixed once to learn its id).
-  // 2. The dirty DRAM pages written to their NVM slot or SSD, the log first; DRAM stays warm
-  //    (write_back_all syncs the SSD, metadata included).
-  // 3. basic-nvm: persist the NVM metadata area.
+  // 1. The dirty DRAM pages written to their NVM slot or SSD, the log first; DRAM stays warm.
+  // 2. Then the catalog with the roots' page ids, once the pages it names are written (a bulk
+  //    load's new root among them): into the SSD metadata, which write_back_all's sync makes
+  //    durable (a sync the double-write area needs meanwhile writes the catalog before), or
+  //    (basic-nvm) the NVM metadata area, persisted. Its save confirms the NVM slots claimed
+  //    before it (NvmSlotHeader::kNewPage).
   void write_back_pages(bool earlier_rounds_only) {
-    catalog_.save(metadata_area(), [&](Swip& root) {
-      return root.is_swizzled() ? manager_->fix(root, nullptr).page_id() : root.page_id();
-    });
-    manager_->write_back_all(earlier_rounds_only);
-    if (ssd_ == nullptr)
+    manager_->write_back_all(earlier_rounds_only, [&] {
+      catalog_.save(metadata_area(), [&](Swip& root) {
+        return root.is_swizzled() ? manager_->fix(root, nullptr).page_id() : root.page_id();
+      });
+      if (ssd_ != nullptr) return;
       nvm_->device().persist(nvm_->metadata_area().data(), nvm_->metadata_area().size());
+      nvm_->set_claim_generation(catalog_.sequence());
+    });
   }
 
   // A record's entries for one page are replayed together, all or none: only onto a page
@@ -142,14 +146,22 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
     std::memcpy(page.write(entry.offset, entry.length), bytes.data(), entry.length);
   }
 
-  // Pages the log freed last, and new basic-nvm pages no durable record names: their NVM
-  // slots (a 3tier slot may cache a freed page), SSD pages and page table entries go.
+  // Pages the log freed last, new basic-nvm pages that nothing durable keeps, and (3tier) NVM
+  // copies of pages with no SSD page (a bulk load's, cut short before the SSD sync that would
+  // have allocated them): their NVM slots, SSD pages and page table entries go.
   std::uint64_t settle_allocations(const LoggedAllocations& logged) override {
     std::vector<PageId> pages(logged.freed.begin(), logged.freed.end());
+    auto add = [&](PageId page) {
+      if (!logged.freed.contains(page)) pages.push_back(page);
+    };
     if (nvm_ != nullptr)
-      for (const SlotId slot : slots_in_no_tree(*nvm_, logged))
-        if (!logged.freed.contains(nvm_->header(slot).page_id))
-          pages.push_back(nvm_->header(slot).page_id);
+      for (const SlotId slot : slots_in_no_tree(*nvm_, logged, catalog_.sequence()))
+        add(nvm_->header(slot).page_id);
+    if (nvm_ != nullptr && ssd_ != nullptr)
+      for (SlotId slot = 0; slot < nvm_->slot_count(); ++slot)
+        if (const NvmSlotHeader& header = nvm_->header(slot);
+            !header.is_free() && !ssd_->is_allocated(header.page_id))
+          add(header.page_id);
     return manager_->give_back_pages(pages);
   }
 
@@ -217,6 +229,7 @@ std::unique_ptr<Database> open_buffered_database(const Config& config) {
   // 5. The catalog of a reopened database (as of its last checkpoint).
   Catalog catalog;
   if (!create) catalog = Catalog::load(ssd ? ssd->metadata() : nvm->metadata_area());
+  if (nvm != nullptr) nvm->set_claim_generation(catalog.sequence());
   // 6. The buffer manager; opening rebuilds its page table from the NVM slot headers. Pages
   //    go down only after the log (write-ahead rule).
   BufferManagerOptions options;

@@ -129,6 +129,7 @@ void Catalog::save(std::span<std::byte> area, const std::function<PageId(Swip&)>
   SavedHeader header{kCatalogMagic, static_cast<std::uint32_t>(saved.size()), 0, sequence, 0};
   header.checksum = copy_checksum(header, copy.data() + sizeof(SavedHeader));
   std::memcpy(copy.data(), &header, sizeof(header));
+  sequence_ = sequence;
 }
 
 Catalog Catalog::load(std::span<const std::byte> area) {
@@ -162,6 +163,7 @@ Catalog Catalog::load(std::span<const std::byte> area) {
     catalog.add(std::string_view(entry.name, length), entry.key_size, entry.value_size,
                 Swip::from_page_id(entry.root));
   }
+  catalog.sequence_ = newest.header ? newest.header->sequence : 0;
   return catalog;
 }
 

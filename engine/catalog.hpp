@@ -39,9 +39,14 @@ class Catalog {
   // A corrupt area -> Error.
   static Catalog load(std::span<const std::byte> area);
   static std::size_t capacity(std::size_t area_bytes);
+  // The sequence number of the copy this catalog was last saved as or loaded from (0: none).
+  // Each save is one on: restart tells by it whether a save came after an NVM slot's claim
+  // (NvmSlotHeader::kNewPage).
+  std::uint64_t sequence() const { return sequence_; }
 
  private:
   std::vector<std::unique_ptr<CatalogEntry>> entries_;  // unique_ptr: roots never move
+  std::uint64_t sequence_ = 0;
 };
 
 }  // namespace tristore

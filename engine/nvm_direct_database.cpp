@@ -72,6 +72,7 @@ class NvmDirectDatabase final : public DatabaseOver<NvmDirectAccess> {
   void checkpoint_pages() override {
     catalog_.save(tier_->metadata_area(), [](Swip& root) { return root.page_id(); });
     tier_->device().persist(tier_->metadata_area().data(), tier_->metadata_area().size());
+    tier_->set_claim_generation(catalog_.sequence());
     tier_->seal_pages();
   }
 
@@ -106,7 +107,7 @@ class NvmDirectDatabase final : public DatabaseOver<NvmDirectAccess> {
 
   // A slot is a page's only home here: freeing it gives the page back.
   std::uint64_t settle_allocations(const LoggedAllocations& logged) override {
-    const std::vector<SlotId> slots = slots_in_no_tree(*tier_, logged);
+    const std::vector<SlotId> slots = slots_in_no_tree(*tier_, logged, catalog_.sequence());
     tier_->free_slots(slots);
     return slots.size();
   }
@@ -142,6 +143,7 @@ std::unique_ptr<Database> open_nvm_direct_database(const Config& config) {
   const double log_open_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   Catalog catalog = create ? Catalog{} : Catalog::load(tier->metadata_area());
+  tier->set_claim_generation(catalog.sequence());
   auto access = std::make_unique<NvmDirectAccess>(*tier);
   auto database = std::make_unique<NvmDirectDatabase>(config, std::move(tier), std::move(access),
                                                       std::move(log), std::move(catalog));

@@ -31,10 +31,11 @@ struct NvmSlotHeader {
   static constexpr std::uint32_t kDirtyVsSsd = 1;  // the slot holds changes not yet on SSD
   // page_checksum is nvm_page_checksum of the slot's 16 KiB as they are on NVM
   static constexpr std::uint32_t kPageChecksumValid = 2;
-  // The slot was claimed for a page made since the last checkpoint, whose record may not be
-  // durable yet: restart keeps it only where the log names the page new
-  // (DurableStore::settle_allocations). The checkpoint's seal_pages clears it.
-  static constexpr std::uint32_t kNewSinceCheckpoint = 4;
+  // The slot was claimed for a new page (NvmTier::claim_for_new_page) while the newest saved
+  // catalog had sequence number `lsn` (such a slot's LSN says nothing else). Until a catalog
+  // saved later is durable, restart keeps the slot only where the log names the page new
+  // (DurableStore::settle_allocations). Header writes for the same page keep the claim.
+  static constexpr std::uint32_t kNewPage = 4;
 
   PageId page_id = kInvalidPageId;  // kInvalidPageId = free slot
   Lsn lsn = 0;
@@ -45,7 +46,7 @@ struct NvmSlotHeader {
   bool is_free() const { return page_id == kInvalidPageId; }
   bool dirty_vs_ssd() const { return (flags & kDirtyVsSsd) != 0; }
   bool has_page_checksum() const { return (flags & kPageChecksumValid) != 0; }
-  bool new_since_checkpoint() const { return (flags & kNewSinceCheckpoint) != 0; }
+  bool new_page() const { return (flags & kNewPage) != 0; }
   // What the header says, the sequence aside.
   bool same_content(const NvmSlotHeader& other) const {
     return page_id == other.page_id && lsn == other.lsn && flags == other.flags &&

@@ -180,11 +180,16 @@ void NvmTier::write_header(SlotId id, PageId page_id, Lsn lsn, bool dirty_vs_ssd
   NvmSlotHeader content{page_id, lsn, dirty_vs_ssd ? NvmSlotHeader::kDirtyVsSsd : 0u, 0,
                         page_checksum.value_or(0)};
   if (page_checksum) content.flags |= NvmSlotHeader::kPageChecksumValid;
+  if (mirror_[id].new_page() && mirror_[id].page_id == page_id) {
+    content.flags |= NvmSlotHeader::kNewPage;
+    content.lsn = mirror_[id].lsn;
+  }
   write_content(id, content);
 }
 
 void NvmTier::claim_for_new_page(SlotId id, PageId page_id) {
-  write_content(id, NvmSlotHeader{page_id, 0, NvmSlotHeader::kNewSinceCheckpoint, 0, 0});
+  write_content(
+      id, NvmSlotHeader{page_id, claim_generation_.load(kRelaxed), NvmSlotHeader::kNewPage, 0, 0});
 }
 
 void NvmTier::write_content(SlotId id, const NvmSlotHeader& content) {
@@ -241,7 +246,6 @@ void NvmTier::seal_pages() {
     NvmSlotHeader content = header;
     content.page_checksum = nvm_page_checksum(slot(slot_id));
     content.flags |= NvmSlotHeader::kPageChecksumValid;
-    content.flags &= ~NvmSlotHeader::kNewSinceCheckpoint;
     content.sequence = stage_header(slot_id, content).sequence;
     sealed.push_back(slot_id);
     mirror_[id] = content;  // the fence below comes before anything relies on it

@@ -71,9 +71,14 @@ class NvmTier {
   // page_checksum: nvm_page_checksum of the slot's content as it now lies in NVM, if known.
   void write_header(SlotId id, PageId page_id, Lsn lsn, bool dirty_vs_ssd,
                     std::optional<std::uint32_t> page_checksum = std::nullopt);
-  // The same for a slot just allocated for a new page, which it marks new since the
-  // checkpoint (NvmSlotHeader::kNewSinceCheckpoint).
+  // A slot claimed for a new page keeps the claim (NvmSlotHeader::kNewPage) through header
+  // writes for the same page. claim_for_new_page writes the header of a slot just allocated
+  // for one, with the claim generation: the sequence number of the newest saved catalog, which
+  // the engine sets at open and after each save.
   void claim_for_new_page(SlotId id, PageId page_id);
+  void set_claim_generation(std::uint64_t catalog_sequence) {
+    claim_generation_.store(catalog_sequence, kRelaxed);
+  }
 
   // Page content checks (docs/durability.md, "What each file region is protected by"). A
   // slot's content is checked once per open, when first read: against the header's page
@@ -104,9 +109,7 @@ class NvmTier {
   void check_copy(SlotId id, const std::byte* page);
   // Gives every occupied slot without a page checksum, or changed in place since, a new one
   // from its content in NVM (charged as NVM reads); one fence for all. Call when no DRAM copy
-  // holds newer data for them and no page is being changed. A checkpoint calls it once every
-  // operation before it is durable: it also ends each slot's kNewSinceCheckpoint (such a slot
-  // has no checksum, for any later header write clears the flag).
+  // holds newer data for them and no page is being changed.
   void seal_pages();
 
   std::optional<SlotId> allocate_slot() {
@@ -157,6 +160,7 @@ class NvmTier {
   std::byte* slots_end_;
   mutable SpinLatch free_slots_latch_;
   std::vector<SlotId> free_slots_;  // a stack; lowest ids on top after a rebuild
+  std::atomic<std::uint64_t> claim_generation_{0};
   std::function<void(SlotId)> before_page_read_;
 };
 

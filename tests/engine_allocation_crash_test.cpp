@@ -11,7 +11,6 @@
 // random points.
 #include <gtest/gtest.h>
 
-#include <array>
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -19,38 +18,25 @@
 #include <string>
 #include <vector>
 
-#include "btree/btree.hpp"
 #include "common/page_format.hpp"
 #include "emulation/crash_simulator.hpp"
-#include "engine/catalog.hpp"
 #include "engine/database.hpp"
 #include "engine/restart_report.hpp"
-#include "engine/storage_files.hpp"
 #include "engine/table.hpp"
 #include "tests/architecture_test_name.hpp"
+#include "tests/page_claims_test_support.hpp"
 #include "tests/test_support.hpp"
-#include "tiers/buffer_manager.hpp"
-#include "tiers/nvm_direct_access.hpp"
 
 namespace tristore {
 namespace {
+
+using namespace page_claims;
 
 constexpr std::uint64_t kBase = 40;       // rows before the checkpoint
 constexpr std::uint64_t kInserted = 200;  // then inserted one by one, then removed
 constexpr std::uint64_t kSteps = 2 * kInserted;
 constexpr std::uint64_t kRandomPoints = 8;  // times TRISTORE_SOAK_ITERATIONS
 constexpr std::uint64_t kImagesPerCrash = 2;
-
-// 240 bytes: about 60 rows fill a leaf, so the steps split and merge a few leaves.
-struct Row {
-  std::array<std::uint64_t, 30> words;
-};
-using Rows = Table<std::uint64_t, Row>;
-Row row(std::uint64_t key) {
-  Row r{};
-  for (std::size_t i = 0; i < r.words.size(); ++i) r.words[i] = key * 131 + i;
-  return r;
-}
 
 Config crash_config(Architecture arch, const std::string& nvm, bool create) {
   Config config;
@@ -125,40 +111,6 @@ std::set<std::uint64_t> keys_after(std::uint64_t steps) {
   return keys;
 }
 
-// Opens the NVM file of a closed database without the engine: the table's tree validates, and
-// the slots in use are exactly its pages (not one kept for a page in no tree, none given back
-// from it, for the walk would have failed on it).
-void expect_slots_hold_the_tree(Architecture arch, const std::string& path) {
-  Config config = crash_config(arch, path, false);
-  config.nvm_crash_simulation = false;
-  std::unique_ptr<NvmTier> tier = open_nvm_tier(config, false);
-  Catalog catalog = Catalog::load(tier->metadata_area());
-  const CatalogEntry* entry = catalog.find("rows");
-  ASSERT_NE(entry, nullptr);
-  Swip root = entry->root;
-  std::string problem;
-  BTreeStats stats;
-  if (arch == Architecture::kNvmDirect) {
-    NvmDirectAccess direct(*tier);
-    BTree<std::uint64_t, Row, NvmDirectAccess> tree(direct, root);
-    problem = tree.validate();
-    stats = tree.stats();
-  } else {
-    BufferManagerOptions options;
-    options.dram_bytes = config.dram_bytes;
-    options.nvm = tier.get();
-    options.swizzling = false;  // the catalog's root swip is a local copy
-    BufferManager manager(options);
-    BTree<std::uint64_t, Row, BufferManager> tree(manager, root);
-    problem = tree.validate();
-    stats = tree.stats();
-  }
-  EXPECT_EQ(problem, "");
-  EXPECT_EQ(tier->slots_in_use(), stats.inner_nodes + stats.leaves)
-      << "the slots in use are not the tree's pages (" << stats.inner_nodes << " inner, "
-      << stats.leaves << " leaves)";
-}
-
 class AllocationCrash : public ::testing::TestWithParam<Architecture> {};
 
 TEST_P(AllocationCrash, NoSlotOutlivesItsPageAndNoneIsTakenFromTheTree) {
@@ -195,21 +147,16 @@ TEST_P(AllocationCrash, NoSlotOutlivesItsPageAndNoneIsTakenFromTheTree) {
       auto db = Database::open(crash_config(arch, dir.file("image" + std::to_string(k)), false));
       given_back += db->restart_report().pages_given_back;
       Rows rows = db->open_table<std::uint64_t, Row>("rows");
-      std::set<std::uint64_t> keys;
-      bool rows_right = true;
-      rows.scan(0, ~std::size_t{0}, [&](const std::uint64_t& key, const Row& value) {
-        keys.insert(key);
-        rows_right = rows_right && value.words == row(key).words;
-        return true;
-      });
-      EXPECT_TRUE(rows_right) << "a row's bytes changed";
+      const std::set<std::uint64_t> keys = keys_of(rows);
       // The crash cut the run within the step after the last one done; a step whose record
       // was not yet durable is lost whole.
       std::uint64_t steps = cut.slots_after.size();
       while (steps > 0 && keys != keys_after(steps)) --steps;
       ASSERT_EQ(keys, keys_after(steps)) << "the rows are those of no step before the crash";
       db.reset();  // a clean close, then the file read without the engine
-      expect_slots_hold_the_tree(arch, dir.file("image" + std::to_string(k)));
+      const Pages pages = pages_of_files(
+          crash_config(arch, dir.file("image" + std::to_string(k)), false), {"rows"});
+      EXPECT_EQ(pages.in_use, pages.in_trees) << "the slots in use are not the tree's pages";
     }
   }
   // Some crash fell between a claim and its record, or a record and its free.

@@ -155,7 +155,10 @@ class BufferManager {
   // must not hold written bytes not yet marked dirty.
   // earlier_rounds_only: only the full frames dirty since before the current write-back round
   // (and every dirty mini page); what a checkpoint beside changes leaves to its exclusive end.
-  void write_back_all(bool earlier_rounds_only = false);
+  // before_sync runs once the pages are written, before the SSD sync (which makes what it
+  // writes into the SSD metadata durable with them).
+  void write_back_all(bool earlier_rounds_only = false,
+                      const std::function<void()>& before_sync = {});
   // A checkpoint beside changes (engine/transaction_manager.cpp), with the database latch in
   // changes mode: begin_write_back_round after the checkpoint's begin record (frames dirtied
   // from then on belong to the new round: their changes are logged after it), then

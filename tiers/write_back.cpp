@@ -229,7 +229,8 @@ std::vector<BufferManager::SwizzledSwip> BufferManager::swizzled_swips_by_parent
   return swips;
 }
 
-void BufferManager::write_back_all(bool earlier_rounds_only) {
+void BufferManager::write_back_all(bool earlier_rounds_only,
+                                   const std::function<void()>& before_sync) {
   // 1. The swizzled swips of each parent frame, from their children's headers: no page may
   //    reach NVM or SSD with a DRAM pointer in it.
   const std::vector<SwizzledSwip> swips = swizzled_swips_by_parent();
@@ -253,8 +254,10 @@ void BufferManager::write_back_all(bool earlier_rounds_only) {
                      frame->is_mini() ? std::span<const SwizzledSwip>{} : swips_of(as_full(frame)),
                      scratch.data());
   });
-  // 3. One SSD sync for the page writes (also making allocations and frees durable), then
-  //    checksums for the NVM pages written line by line since the last checkpoint.
+  // 3. The caller's step, then one SSD sync for the page writes (also making allocations,
+  //    frees and the metadata durable), then checksums for the NVM pages written line by line
+  //    since the last checkpoint.
+  if (before_sync) before_sync();
   if (ssd_ != nullptr) sync_ssd();
   if (nvm_ != nullptr) nvm_->seal_pages();
 }

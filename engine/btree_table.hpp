@@ -168,11 +168,15 @@ class BTreeTable final : public TableInterface<K, V> {
   }
 
   // Not logged: the checkpoint that switches the catalog to the loaded tree's new root makes
-  // the load durable at once (BTree::bulk_load); the one after it, the old root's free.
+  // the load durable at once (BTree::bulk_load), the old root's free with it; the one after
+  // it, that free on SSD.
   void bulk_load(std::size_t count, const Generate& generate, double fill_factor) override {
     const TransactionManager::AbortsDeferredHere after_generate(transactions_);
     const OperationLatch::Exclusive latched(transactions_.latch());
-    tree_.bulk_load(count, generate, fill_factor, [&] { transactions_.checkpoint(); });
+    tree_.bulk_load(count, generate, fill_factor, [&, old_root = root_page_id()] {
+      transactions_.free_with_next_catalog(old_root);
+      transactions_.checkpoint();
+    });
     root_page_ = root_page_id();
     if constexpr (kLogged) *height_ = {};  // a new root
     transactions_.checkpoint();

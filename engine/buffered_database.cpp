@@ -162,7 +162,14 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
         if (const NvmSlotHeader& header = nvm_->header(slot);
             !header.is_free() && !ssd_->is_allocated(header.page_id))
           add(header.page_id);
-    return manager_->give_back_pages(pages);
+    const std::uint64_t given_back = manager_->give_back_pages(pages);
+    if (nvm_ != nullptr) keep_pages_of_lost_catalog(*nvm_, catalog_.sequence());
+    return given_back;
+  }
+  // basic-nvm: a page's slot is its home. (With an SSD, the free becomes durable at the SSD
+  // sync after the one that saves the catalog.)
+  void free_with_next_catalog(PageId page) override {
+    if (ssd_ == nullptr) nvm_->free_with_catalog(static_cast<SlotId>(page));
   }
 
  private:

@@ -44,6 +44,10 @@ class DurableStore {
   // since the checkpoint has the last word on each page it names (LoggedAllocations). Returns
   // how many pages were given back.
   virtual std::uint64_t settle_allocations(const LoggedAllocations&) { return 0; }
+  // A page that the next catalog saved no longer names (a bulk load's old root) goes with it
+  // where a crash after that save could otherwise keep it (an NVM slot is its home); the
+  // caller frees it once that save is durable.
+  virtual void free_with_next_catalog(PageId) {}
 };
 
 }  // namespace tristore

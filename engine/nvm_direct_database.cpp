@@ -109,7 +109,11 @@ class NvmDirectDatabase final : public DatabaseOver<NvmDirectAccess> {
   std::uint64_t settle_allocations(const LoggedAllocations& logged) override {
     const std::vector<SlotId> slots = slots_in_no_tree(*tier_, logged, catalog_.sequence());
     tier_->free_slots(slots);
+    keep_pages_of_lost_catalog(*tier_, catalog_.sequence());
     return slots.size();
+  }
+  void free_with_next_catalog(PageId page) override {
+    tier_->free_with_catalog(static_cast<SlotId>(page));
   }
 
  private:

@@ -201,6 +201,10 @@ class TransactionManager {
   Lsn append_chained(TransactionState& txn, LogRecordType type,
                      std::initializer_list<std::span<const std::byte>> parts);
   void checkpoint();
+  // DurableStore::free_with_next_catalog (no store: nothing).
+  void free_with_next_catalog(PageId page) {
+    if (store_ != nullptr) store_->free_with_next_catalog(page);
+  }
   // Whether this thread is in the middle of a logged operation (engine/logged_access.hpp);
   // kept per thread, as several log side by side in changes mode.
   bool in_operation() const { return operating_here == this; }

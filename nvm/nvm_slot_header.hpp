@@ -36,6 +36,10 @@ struct NvmSlotHeader {
   // saved later is durable, restart keeps the slot only where the log names the page new
   // (DurableStore::settle_allocations). Header writes for the same page keep the claim.
   static constexpr std::uint32_t kNewPage = 4;
+  // The slot's page goes once a catalog saved after sequence number `lsn` is durable: a bulk
+  // load's old root, which the catalog naming the new root frees (NvmTier::free_with_catalog).
+  static constexpr std::uint32_t kFreedWithCatalog = 8;
+  static constexpr std::uint32_t kCatalogBound = kNewPage | kFreedWithCatalog;
 
   PageId page_id = kInvalidPageId;  // kInvalidPageId = free slot
   Lsn lsn = 0;
@@ -47,6 +51,7 @@ struct NvmSlotHeader {
   bool dirty_vs_ssd() const { return (flags & kDirtyVsSsd) != 0; }
   bool has_page_checksum() const { return (flags & kPageChecksumValid) != 0; }
   bool new_page() const { return (flags & kNewPage) != 0; }
+  bool freed_with_catalog() const { return (flags & kFreedWithCatalog) != 0; }
   // What the header says, the sequence aside.
   bool same_content(const NvmSlotHeader& other) const {
     return page_id == other.page_id && lsn == other.lsn && flags == other.flags &&

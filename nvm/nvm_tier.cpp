@@ -180,11 +180,24 @@ void NvmTier::write_header(SlotId id, PageId page_id, Lsn lsn, bool dirty_vs_ssd
   NvmSlotHeader content{page_id, lsn, dirty_vs_ssd ? NvmSlotHeader::kDirtyVsSsd : 0u, 0,
                         page_checksum.value_or(0)};
   if (page_checksum) content.flags |= NvmSlotHeader::kPageChecksumValid;
-  if (mirror_[id].new_page() && mirror_[id].page_id == page_id) {
-    content.flags |= NvmSlotHeader::kNewPage;
+  if ((mirror_[id].flags & NvmSlotHeader::kCatalogBound) != 0 && mirror_[id].page_id == page_id) {
+    content.flags |= mirror_[id].flags & NvmSlotHeader::kCatalogBound;
     content.lsn = mirror_[id].lsn;
   }
   write_content(id, content);
+}
+
+void NvmTier::free_with_catalog(SlotId id) {
+  NvmSlotHeader content = mirror_[id];
+  content.flags = (content.flags & ~NvmSlotHeader::kNewPage) | NvmSlotHeader::kFreedWithCatalog;
+  content.lsn = claim_generation_.load(kRelaxed);
+  persist_header(id, content);
+}
+
+void NvmTier::keep_page(SlotId id) {
+  NvmSlotHeader content = mirror_[id];
+  content.flags &= ~NvmSlotHeader::kFreedWithCatalog;
+  persist_header(id, content);
 }
 
 void NvmTier::claim_for_new_page(SlotId id, PageId page_id) {
@@ -193,12 +206,16 @@ void NvmTier::claim_for_new_page(SlotId id, PageId page_id) {
 }
 
 void NvmTier::write_content(SlotId id, const NvmSlotHeader& content) {
+  persist_header(id, content);
+  mark_content_checked(id);
+  flag(changed_in_place_, id).store(0, kRelaxed);
+}
+
+void NvmTier::persist_header(SlotId id, const NvmSlotHeader& content) {
   const NvmSlotHeader next = stage_header(id, content);
   device_->fence();
   mirror_[id] = next;
   stage_mirror(id);
-  mark_content_checked(id);
-  flag(changed_in_place_, id).store(0, kRelaxed);
 }
 
 void NvmTier::free_slots(std::span<const SlotId> ids) {

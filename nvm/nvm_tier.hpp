@@ -76,6 +76,10 @@ class NvmTier {
   // for one, with the claim generation: the sequence number of the newest saved catalog, which
   // the engine sets at open and after each save.
   void claim_for_new_page(SlotId id, PageId page_id);
+  // Marks the slot's page to go with the next catalog saved (NvmSlotHeader::kFreedWithCatalog);
+  // keep_page drops the mark (restart, where that catalog never became durable).
+  void free_with_catalog(SlotId id);
+  void keep_page(SlotId id);
   void set_claim_generation(std::uint64_t catalog_sequence) {
     claim_generation_.store(catalog_sequence, kRelaxed);
   }
@@ -142,8 +146,10 @@ class NvmTier {
     return std::atomic_ref<std::uint8_t>(const_cast<std::uint8_t&>(flags[id]));
   }
   void load_headers();
-  // Persists the slot's next header and mirrors it (write_header).
+  // Persists the slot's next header and mirrors it (write_header); the slot's content counts
+  // as checked and unchanged since. persist_header leaves what it knew of the content.
   void write_content(SlotId id, const NvmSlotHeader& content);
+  void persist_header(SlotId id, const NvmSlotHeader& content);
   // Writes and flushes the slot's next header version, not fenced; returns it for the mirror.
   NvmSlotHeader stage_header(SlotId id, const NvmSlotHeader& content);
   // The other place gets the version just fenced (flushed, not fenced).

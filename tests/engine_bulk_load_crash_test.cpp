@@ -3,10 +3,11 @@
 // Whatever fence the crash cuts, the reopened database must hold the table empty or wholly
 // loaded, the other table untouched, and (after a clean close, read without the engine) trees
 // that validate over exactly the pages in use: no page of a load cut short kept, none of a
-// finished one given back. The one page a crash may leave is the old root of a finished load,
-// freed just after the checkpoint that made the load durable (docs/durability.md). Crash
-// images keep what was fenced or synced and, at random, other words and SSD writes. Seeds are
-// printed; TRISTORE_SEED replays; TRISTORE_SOAK_ITERATIONS=N tries N times more points.
+// finished one given back, the old root of a finished one freed (on SSD architectures, where
+// SSD allocations become durable at any sync, a load cut short may leave SSD pages behind:
+// counted, not failed; docs/durability.md). Crash images keep what was fenced or synced and, at
+// random, other words and SSD writes. Seeds are printed; TRISTORE_SEED replays;
+// TRISTORE_SOAK_ITERATIONS=N tries N times more points.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -127,7 +128,6 @@ TEST_P(BulkLoadCrash, TheTableIsEmptyOrLoadedOverExactlyThePagesInUse) {
       leaked += pages.in_use - pages.in_trees;
       continue;
     }
-    if (table_loaded && pages.in_use == pages.in_trees + 1) continue;  // the old root
     EXPECT_EQ(pages.in_use, pages.in_trees) << "pages in use beside those of the trees";
   }
   std::printf(

@@ -169,10 +169,13 @@ class BTreeTable final : public TableInterface<K, V> {
 
   // Not logged: the checkpoint that switches the catalog to the loaded tree's new root makes
   // the load durable at once (BTree::bulk_load), the old root's free with it; the one after
-  // it, that free on SSD.
+  // it, that free on SSD. The one before it keeps out of the log that restart reads after a
+  // crash amid the load the frees of the slots the load takes (the log's word on a page it
+  // freed would give back the load's page).
   void bulk_load(std::size_t count, const Generate& generate, double fill_factor) override {
     const TransactionManager::AbortsDeferredHere after_generate(transactions_);
     const OperationLatch::Exclusive latched(transactions_.latch());
+    transactions_.checkpoint();
     tree_.bulk_load(count, generate, fill_factor, [&, old_root = root_page_id()] {
       transactions_.free_with_next_catalog(old_root);
       transactions_.checkpoint();

@@ -42,6 +42,9 @@ class DatabaseOver : public Database, protected DurableStore {
     if (create) {
       if (catalog_.find(name) != nullptr) fail("table '{}' already exists", name);
       before_create_table();
+      // Not logged, as a bulk load (BTreeTable::bulk_load): a checkpoint before keeps the frees
+      // of the page the root takes out of the log that restart reads after a crash.
+      transactions_.checkpoint();
       entry = &catalog_.add(name, key_size, value_size, create_empty_tree(access_));
       transactions_.checkpoint();  // the new table is durable at once
     } else {

@@ -8,7 +8,7 @@
 #include "common/page_format.hpp"
 #include "emulation/nvm_persistence.hpp"
 #include "engine/database_over.hpp"
-#include "engine/slots_in_no_tree.hpp"
+#include "engine/settle_slots.hpp"
 #include "engine/storage_files.hpp"
 #include "ssd/ssd_crash_simulator.hpp"
 #include "tiers/buffer_manager.hpp"
@@ -151,20 +151,15 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
   // have allocated them): their NVM slots, SSD pages and page table entries go.
   std::uint64_t settle_allocations(const LoggedAllocations& logged) override {
     std::vector<PageId> pages(logged.freed.begin(), logged.freed.end());
-    auto add = [&](PageId page) {
-      if (!logged.freed.contains(page)) pages.push_back(page);
-    };
-    if (nvm_ != nullptr)
-      for (const SlotId slot : slots_in_no_tree(*nvm_, logged, catalog_.sequence()))
-        add(nvm_->header(slot).page_id);
-    if (nvm_ != nullptr && ssd_ != nullptr)
-      for (SlotId slot = 0; slot < nvm_->slot_count(); ++slot)
-        if (const NvmSlotHeader& header = nvm_->header(slot);
-            !header.is_free() && !ssd_->is_allocated(header.page_id))
-          add(header.page_id);
-    const std::uint64_t given_back = manager_->give_back_pages(pages);
-    if (nvm_ != nullptr) keep_pages_of_lost_catalog(*nvm_, catalog_.sequence());
-    return given_back;
+    if (nvm_ != nullptr) {
+      auto no_ssd_page = [&](const NvmSlotHeader& header) {
+        return ssd_ != nullptr && !ssd_->is_allocated(header.page_id);
+      };
+      for (const SlotId slot : settle_slots(*nvm_, logged, catalog_.sequence(), no_ssd_page))
+        if (const PageId page = nvm_->header(slot).page_id; !logged.freed.contains(page))
+          pages.push_back(page);
+    }
+    return manager_->give_back_pages(pages);
   }
   // basic-nvm: a page's slot is its home. (With an SSD, the free becomes durable at the SSD
   // sync after the one that saves the catalog.)

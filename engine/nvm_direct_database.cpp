@@ -7,7 +7,7 @@
 #include "common/page_format.hpp"
 #include "emulation/nvm_persistence.hpp"
 #include "engine/database_over.hpp"
-#include "engine/slots_in_no_tree.hpp"
+#include "engine/settle_slots.hpp"
 #include "engine/storage_files.hpp"
 #include "tiers/nvm_direct_access.hpp"
 
@@ -107,9 +107,8 @@ class NvmDirectDatabase final : public DatabaseOver<NvmDirectAccess> {
 
   // A slot is a page's only home here: freeing it gives the page back.
   std::uint64_t settle_allocations(const LoggedAllocations& logged) override {
-    const std::vector<SlotId> slots = slots_in_no_tree(*tier_, logged, catalog_.sequence());
+    const std::vector<SlotId> slots = settle_slots(*tier_, logged, catalog_.sequence());
     tier_->free_slots(slots);
-    keep_pages_of_lost_catalog(*tier_, catalog_.sequence());
     return slots.size();
   }
   void free_with_next_catalog(PageId page) override {

@@ -81,18 +81,15 @@ StepsRun run(Architecture arch, const testing_support::TempDir& dir, std::uint64
   if (crash_at != 0) nvm.arm_crash_at_fence(crash_at);
   result.slots_after.push_back(slots_in_use(*db));
   result.fence_after.push_back(0);
-  try {
+  result.crashed = run_until_crash(nvm, [&] {
     for (std::uint64_t step = 0; step < kSteps && !nvm.crashed(); ++step) {
       take_step(rows, step);
-      if (::testing::Test::HasFatalFailure()) return result;
+      if (::testing::Test::HasFatalFailure()) return;
       result.slots_after.push_back(slots_in_use(*db));
       result.fence_after.push_back(nvm.fences() - fences_before);
     }
-  } catch (const SimulatedCrash&) {
-  } catch (const Error&) {
-    if (!nvm.crashed()) throw;
-  }
-  result.crashed = nvm.crashed();
+  });
+  if (::testing::Test::HasFatalFailure()) return result;
   if (!result.crashed) {
     nvm.disarm();
     return result;
@@ -183,12 +180,7 @@ TEST_P(AllocationCrash, ATableCreatedAmidFreedSlotsIsWholeOrAbsent) {
       CrashSimulator& nvm = *db->nvm_crash_simulator();
       const std::uint64_t before = nvm.fences();
       if (crash_at != 0) nvm.arm_crash_at_fence(crash_at);
-      try {
-        db->create_table<std::uint64_t, Row>("late");
-      } catch (const SimulatedCrash&) {
-      } catch (const Error&) {
-        if (!nvm.crashed()) throw;
-      }
+      run_until_crash(nvm, [&] { db->create_table<std::uint64_t, Row>("late"); });
       if (crash_at == 0) {
         fences = nvm.fences() - before;
         ASSERT_GT(fences, 0u);

@@ -66,15 +66,12 @@ std::uint64_t load(Architecture arch, const testing_support::TempDir& dir, std::
   CrashSimulator& nvm = *db->nvm_crash_simulator();
   const std::uint64_t fences_before = nvm.fences();
   if (crash_at != 0) nvm.arm_crash_at_fence(crash_at);
-  try {
+  run_until_crash(nvm, [&] {
     rows.bulk_load(kLoaded, [](std::size_t n, std::uint64_t& key, Row& value) {
       key = n;
       value = row(n);
     });
-  } catch (const SimulatedCrash&) {
-  } catch (const Error&) {
-    if (!nvm.crashed()) throw;
-  }
+  });
   const std::uint64_t fences = nvm.fences() - fences_before;
   if (!nvm.crashed()) {
     EXPECT_EQ(crash_at, 0u) << "the load ended before the crash point";

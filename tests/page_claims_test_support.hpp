@@ -13,6 +13,8 @@
 #include <string>
 
 #include "btree/btree.hpp"
+#include "common/error.hpp"
+#include "emulation/crash_simulator.hpp"
 #include "engine/catalog.hpp"
 #include "engine/config.hpp"
 #include "engine/storage_files.hpp"
@@ -35,6 +37,19 @@ inline Row row(std::uint64_t key) {
 
 inline bool has_ssd(Architecture arch) {
   return arch == Architecture::kThreeTier || arch == Architecture::kSsdBm;
+}
+
+// Runs `work` until it ends or the armed crash stops it (SimulatedCrash, or an Error the crash
+// caused); returns whether the machine crashed. An Error before any crash is the test's.
+template <typename Work>
+bool run_until_crash(CrashSimulator& nvm, Work&& work) {
+  try {
+    work();
+  } catch (const SimulatedCrash&) {
+  } catch (const Error&) {
+    if (!nvm.crashed()) throw;
+  }
+  return nvm.crashed();
 }
 
 // The rows of a table, if each holds its own bytes; else an empty set and a failure.

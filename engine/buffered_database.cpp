@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <set>
 #include <vector>
 
 #include "common/error.hpp"
@@ -99,14 +100,15 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
   // 2. Then the catalog with the roots' page ids, once the pages it names are written (a bulk
   //    load's new root among them): into the SSD metadata, which write_back_all's sync makes
   //    durable (a sync the double-write area needs meanwhile writes the catalog before), or
-  //    (basic-nvm) the NVM metadata area, persisted. Its save confirms the NVM slots claimed
-  //    before it (NvmSlotHeader::kNewPage).
+  //    (basic-nvm) the NVM metadata area, persisted. Its save confirms the pages claimed
+  //    before it: NVM slots (NvmSlotHeader::kNewPage), or SSD pages, whose claims end in the
+  //    sync that makes the catalog durable (write_back_all holds other syncs off meanwhile).
   void write_back_pages(bool earlier_rounds_only) {
     manager_->write_back_all(earlier_rounds_only, [&] {
       catalog_.save(metadata_area(), [&](Swip& root) {
         return root.is_swizzled() ? manager_->fix(root, nullptr).page_id() : root.page_id();
       });
-      if (ssd_ != nullptr) return;
+      if (ssd_ != nullptr) return ssd_->confirm_claims();
       nvm_->device().persist(nvm_->metadata_area().data(), nvm_->metadata_area().size());
       nvm_->set_claim_generation(catalog_.sequence());
     });
@@ -146,25 +148,31 @@ class BufferedDatabase final : public DatabaseOver<BufferManager> {
     std::memcpy(page.write(entry.offset, entry.length), bytes.data(), entry.length);
   }
 
-  // Pages the log freed last, new basic-nvm pages that nothing durable keeps, and (3tier) NVM
+  // Pages the log freed last, new pages that nothing durable keeps (basic-nvm's slots, the SSD
+  // pages claimed since the durable catalog that no durable record makes), and (3tier) NVM
   // copies of pages with no SSD page (a bulk load's, cut short before the SSD sync that would
   // have allocated them): their NVM slots, SSD pages and page table entries go.
   std::uint64_t settle_allocations(const LoggedAllocations& logged) override {
-    std::vector<PageId> pages(logged.freed.begin(), logged.freed.end());
+    std::set<PageId> pages(logged.freed.begin(), logged.freed.end());
+    if (ssd_ != nullptr)
+      for (const PageId page : ssd_->claimed_pages())
+        if (!logged.made.contains(page)) pages.insert(page);
     if (nvm_ != nullptr) {
       auto no_ssd_page = [&](const NvmSlotHeader& header) {
         return ssd_ != nullptr && !ssd_->is_allocated(header.page_id);
       };
       for (const SlotId slot : settle_slots(*nvm_, logged, catalog_.sequence(), no_ssd_page))
-        if (const PageId page = nvm_->header(slot).page_id; !logged.freed.contains(page))
-          pages.push_back(page);
+        pages.insert(nvm_->header(slot).page_id);
     }
-    return manager_->give_back_pages(pages);
+    return manager_->give_back_pages(std::vector<PageId>(pages.begin(), pages.end()));
   }
-  // basic-nvm: a page's slot is its home. (With an SSD, the free becomes durable at the SSD
-  // sync after the one that saves the catalog.)
+  // basic-nvm: a page's slot is its home. With an SSD, the free becomes durable at the SSD
+  // sync after the one that saves the catalog: until then the page is claimed as a new one.
   void free_with_next_catalog(PageId page) override {
-    if (ssd_ == nullptr) nvm_->free_with_catalog(static_cast<SlotId>(page));
+    if (ssd_ == nullptr)
+      nvm_->free_with_catalog(static_cast<SlotId>(page));
+    else
+      ssd_->claim_at_next_confirm(page);
   }
 
  private:

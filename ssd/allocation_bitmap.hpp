@@ -1,6 +1,8 @@
 #pragma once
 // Which SSD pages are in use: one bit per page, lowest-free-first allocation so the file fills
-// from the front. Not thread-safe; SsdPageFile serialises access.
+// from the front. Also the set of pages claimed for new pages (set and clear, no allocation).
+// Not thread-safe; SsdPageFile serialises access.
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -36,10 +38,37 @@ class AllocationBitmap {
     return kInvalidPageId;
   }
 
+  void set(PageId id) {
+    if (test(id)) return;
+    words_[id / 64] |= std::uint64_t{1} << (id % 64);
+    ++in_use_;
+  }
+
   void clear(PageId id) {
     words_[id / 64] &= ~(std::uint64_t{1} << (id % 64));
     --in_use_;
     if (id / 64 < first_candidate_word_) first_candidate_word_ = id / 64;
+  }
+
+  void clear_all() {
+    std::fill(words_.begin(), words_.end(), 0);
+    in_use_ = 0;
+    first_candidate_word_ = 0;
+  }
+
+  template <typename Visit>
+  void for_each_set(Visit&& visit) const {
+    for (std::size_t w = 0; w < words_.size(); ++w)
+      for (std::uint64_t word = words_[w]; word != 0; word &= word - 1)
+        visit(static_cast<PageId>(w * 64 + std::countr_zero(word)));
+  }
+
+  // Whether every set bit is set in `other` too.
+  bool subset_of(const AllocationBitmap& other) const {
+    if (other.words_.size() != words_.size()) return false;
+    for (std::size_t w = 0; w < words_.size(); ++w)
+      if ((words_[w] & ~other.words_[w]) != 0) return false;
+    return true;
   }
 
   // Serialised form: the words, little-endian, zero-padded to `out.size()`.

@@ -8,6 +8,9 @@ namespace tristore {
 
 struct SsdLayout {
   static constexpr std::uint64_t kBitsPerBitmapPage = kPageSize * 8;
+  // Two bits per data page in each bitmap copy: allocated, then claimed for a new page since
+  // the last catalog (SsdPageFile::confirm_claims), each in its half of the copy.
+  static constexpr std::uint64_t kDataPagesPerBitmapPage = kBitsPerBitmapPage / 2;
   static constexpr std::uint64_t kSuperblockCopySize = 4096;
   static constexpr std::uint64_t kMinPages = 4;  // superblock, two bitmap copies, one data page
 
@@ -21,8 +24,9 @@ struct SsdLayout {
     layout.size_bytes = size_bytes;
     std::uint64_t pages = size_bytes / kPageSize;
     if (pages < kMinPages) return layout;
-    // N data pages need B = ceil(N / bits) bitmap pages per copy and 1 + 2B + N <= pages.
-    std::uint64_t bitmap_pages = (pages - 1 + kBitsPerBitmapPage + 1) / (kBitsPerBitmapPage + 2);
+    // N data pages need B = ceil(N / per_page) bitmap pages per copy and 1 + 2B + N <= pages.
+    std::uint64_t bitmap_pages =
+        (pages - 1 + kDataPagesPerBitmapPage + 1) / (kDataPagesPerBitmapPage + 2);
     layout.bitmap_pages = bitmap_pages;
     layout.page_capacity = pages - 1 - 2 * bitmap_pages;
     return layout;
@@ -35,6 +39,8 @@ struct SsdLayout {
     return (1 + copy * bitmap_pages) * kPageSize;
   }
   constexpr std::uint64_t bitmap_bytes() const { return bitmap_pages * kPageSize; }
+  // Where, in a copy, the claims half begins (the allocation half is before it).
+  constexpr std::uint64_t claims_offset_in_copy() const { return bitmap_bytes() / 2; }
   static constexpr std::uint64_t superblock_offset(unsigned copy) {
     return copy * kSuperblockCopySize;
   }
@@ -48,11 +54,16 @@ struct SsdLayout {
 
 static_assert(SsdLayout::for_size(4 * kPageSize).page_capacity == 1);
 static_assert(SsdLayout::for_size(3 * kPageSize).page_capacity == 0);
-static_assert(
-    SsdLayout::for_size((1 + 2 + SsdLayout::kBitsPerBitmapPage) * kPageSize).bitmap_pages == 1);
-static_assert(SsdLayout::for_size((1 + 2 + SsdLayout::kBitsPerBitmapPage) * kPageSize)
-                  .page_capacity == SsdLayout::kBitsPerBitmapPage);
-static_assert(
-    SsdLayout::for_size((2 + 2 + SsdLayout::kBitsPerBitmapPage) * kPageSize).bitmap_pages == 2);
+static_assert(SsdLayout::for_size((1 + 2 + SsdLayout::kDataPagesPerBitmapPage) * kPageSize)
+                  .bitmap_pages == 1);
+static_assert(SsdLayout::for_size((1 + 2 + SsdLayout::kDataPagesPerBitmapPage) * kPageSize)
+                  .page_capacity == SsdLayout::kDataPagesPerBitmapPage);
+static_assert(SsdLayout::for_size((2 + 2 + SsdLayout::kDataPagesPerBitmapPage) * kPageSize)
+                  .bitmap_pages == 2);
+// Each half of a copy holds a bit for every data page.
+static_assert(SsdLayout::for_size((1 + 2 + SsdLayout::kDataPagesPerBitmapPage) * kPageSize)
+                      .claims_offset_in_copy() *
+                  8 ==
+              SsdLayout::kDataPagesPerBitmapPage);
 
 }  // namespace tristore

@@ -56,13 +56,19 @@ struct SsdPageFile::State {
   Superblock persisted_superblock;  // what the newest valid copy on disk holds
   mutable std::mutex allocation_mutex;
   AllocationBitmap bitmap;
+  AllocationBitmap claims;                   // allocated since the last confirm_claims
+  std::vector<PageId> claims_after_confirm;  // claim_at_next_confirm's pages
   bool bitmap_dirty = false;
   Counters counters;
   // Last: destroyed first, it writes what is queued through `file`.
   std::unique_ptr<WriteBehindQueue> write_behind;
 
   State(const SsdOptions& options, DirectFile file, const SsdLayout& layout)
-      : options(options), file(std::move(file)), layout(layout), bitmap(layout.page_capacity) {
+      : options(options),
+        file(std::move(file)),
+        layout(layout),
+        bitmap(layout.page_capacity),
+        claims(layout.page_capacity) {
     if (options.write_behind_pages != 0)
       write_behind = std::make_unique<WriteBehindQueue>(
           options.write_behind_pages, options.write_behind_threads,
@@ -107,11 +113,13 @@ struct SsdPageFile::State {
 };
 
 void SsdPageFile::State::persist_generation(std::uint64_t generation) {
-  // 1. Snapshot the bitmap under the lock, so allocations may go on meanwhile.
+  // 1. Snapshot both bitmaps under the lock, so allocations may go on meanwhile.
   AlignedPageBuffer bitmap_bytes(layout.bitmap_bytes());
   {
+    const std::size_t half = layout.claims_offset_in_copy();
     std::lock_guard lock(allocation_mutex);
-    bitmap.store({bitmap_bytes.data(), bitmap_bytes.size()});
+    bitmap.store({bitmap_bytes.data(), half});
+    claims.store({bitmap_bytes.data() + half, half});
     bitmap_dirty = false;
   }
   // 2. The bitmap copy this generation owns; the other copy still backs the older superblock.
@@ -252,7 +260,11 @@ std::unique_ptr<SsdPageFile> SsdPageFile::open(const SsdOptions& options) {
     state->file.read_exact(layout.bitmap_offset(candidate.copy()), bitmap_bytes.data(),
                            bitmap_bytes.size());
     if (crc32c(bitmap_bytes.data(), bitmap_bytes.size()) != candidate.bitmap_checksum) continue;
-    if (!state->bitmap.load({bitmap_bytes.data(), bitmap_bytes.size()})) continue;
+    const std::size_t half = layout.claims_offset_in_copy();
+    if (!state->bitmap.load({bitmap_bytes.data(), half}) ||
+        !state->claims.load({bitmap_bytes.data() + half, half}) ||
+        !state->claims.subset_of(state->bitmap))
+      continue;
     // An older generation than one sync() completed: its bitmap lacks what was allocated
     // since, and the pages holding those allocations would read as unallocated later.
     if (options.durable_generation && candidate.generation < *options.durable_generation)
@@ -293,6 +305,7 @@ PageId SsdPageFile::allocate() {
   PageId id = state_->bitmap.allocate_lowest();
   if (id == kInvalidPageId) [[unlikely]]
     fail("SSD full ({} pages) in {}", state_->layout.page_capacity, state_->options.path);
+  state_->claims.set(id);
   state_->bitmap_dirty = true;
   return id;
 }
@@ -304,7 +317,33 @@ void SsdPageFile::free(PageId id) {
   if (!state_->bitmap.test(id)) [[unlikely]]
     state_->fail_unallocated("free", id);
   state_->bitmap.clear(id);
+  if (state_->claims.test(id)) state_->claims.clear(id);
   state_->bitmap_dirty = true;
+}
+
+void SsdPageFile::confirm_claims() {
+  State& state = *state_;
+  std::lock_guard lock(state.allocation_mutex);
+  if (state.claims.in_use() == 0 && state.claims_after_confirm.empty()) return;
+  state.claims.clear_all();
+  for (const PageId id : state.claims_after_confirm)
+    if (state.bitmap.test(id)) state.claims.set(id);
+  state.claims_after_confirm.clear();
+  state.bitmap_dirty = true;
+}
+
+void SsdPageFile::claim_at_next_confirm(PageId id) {
+  if (id >= state_->layout.page_capacity) [[unlikely]]
+    state_->fail_range("claim", id);
+  std::lock_guard lock(state_->allocation_mutex);
+  state_->claims_after_confirm.push_back(id);
+}
+
+std::vector<PageId> SsdPageFile::claimed_pages() const {
+  std::vector<PageId> pages;
+  std::lock_guard lock(state_->allocation_mutex);
+  state_->claims.for_each_set([&](PageId id) { pages.push_back(id); });
+  return pages;
 }
 
 bool SsdPageFile::is_allocated(PageId id) const {

@@ -5,7 +5,8 @@
 //   page 0                 two 4 KiB superblock copies (A at 0, B at 4 KiB), each with its
 //   checksum,
 //                          a generation number and the 2 KiB engine metadata area
-//   pages 1 .. 2B          two copies of the allocation bitmap, B pages each
+//   pages 1 .. 2B          two copies of the allocation bitmap, B pages each: the allocated
+//                          pages, then the claimed ones (see confirm_claims)
 //   pages 1+2B ..          the data pages, SSD page ids 0 .. page_capacity()-1
 // sync() writes the next generation's bitmap copy, then its superblock copy, so a crash in
 // between leaves the previous generation intact (shadow copies; no torn superblock).
@@ -21,6 +22,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "common/counters.hpp"
 #include "common/error.hpp"
@@ -82,6 +84,18 @@ class SsdPageFile {
   PageId allocate();  // lowest free page id; Error "SSD full (N pages)" when none
   void free(PageId id);
   bool is_allocated(PageId id) const;
+  // A page allocated is also claimed: it is new, and until the engine saves a catalog that
+  // keeps it (its tree reaches it) only the engine's log can say whether it is in use. The
+  // claims are durable with the allocations, at sync(), so that restart can give back the
+  // pages of an operation the crash cut short. confirm_claims() ends the claims made so far;
+  // called as the catalog is written into metadata(), the same sync() makes both durable (the
+  // caller holds off writers of metadata meanwhile, as for metadata()).
+  void confirm_claims();
+  std::vector<PageId> claimed_pages() const;
+  // A page in use now that the metadata saved with the next confirm_claims() no longer keeps
+  // (a bulk load's old root): that confirm claims it rather than ending its claim, so that
+  // restart gives it back should the crash come before its free() is durable.
+  void claim_at_next_confirm(PageId id);
 
   // Any alignment of `page` (a bounce buffer is used when it is not 4 KiB aligned). Verifies the
   // crc32c and that the header's page id is `id`; otherwise throws ChecksumMismatch and leaves

@@ -14,8 +14,9 @@ namespace tristore {
 struct Superblock {
   static constexpr std::uint64_t kMagic =
       0x3130'4453'5349'5254;  // "TRISSD01" read as little-endian
-  // 2: the superblock names the architecture that created the file.
-  static constexpr std::uint32_t kVersion = 2;
+  // 2: the superblock names the architecture that created the file. 3: each bitmap copy
+  // holds the claims of new pages beside the allocation bits.
+  static constexpr std::uint32_t kVersion = 3;
   static constexpr std::size_t kMetadataOffset = 2048;
   static constexpr std::size_t kMetadataSize = 2048;
   static constexpr std::size_t kArchitectureNameBytes = 16;

@@ -150,7 +150,8 @@ void run(Architecture arch, const Paths& paths, std::uint64_t seed, std::uint64_
 // Opens the files of a closed database without the engine: every occupied NVM slot header
 // is intact, names a page no other slot holds, which the slot's bytes carry, which the page
 // table maps to that tier and which has its SSD page; the catalog's tree validates and holds
-// `expected`, every page of it readable (no torn SSD page survived).
+// `expected`, every page of it readable (no torn SSD page survived), and the SSD pages in use are
+// exactly its pages.
 void check_files(Architecture arch, const std::string& nvm_path, const std::string& ssd_path,
                  const Model& expected) {
   const Config config = tiered_config(arch, nvm_path, ssd_path, false);
@@ -184,6 +185,9 @@ void check_files(Architecture arch, const std::string& nvm_path, const std::stri
   Swip root = entry->root;
   BTree<std::uint64_t, Row, BufferManager> tree(manager, root);
   EXPECT_EQ(tree.validate(), "");
+  const BTreeStats stats = tree.stats();
+  EXPECT_EQ(ssd->pages_in_use(), stats.inner_nodes + stats.leaves)
+      << "SSD pages in use beside the tree's (a page of an operation the crash cut short)";
   Model rows;
   tree.scan(0, SIZE_MAX, [&](const std::uint64_t& k, const Row& row) {
     rows[k] = row;

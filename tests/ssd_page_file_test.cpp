@@ -195,6 +195,43 @@ TEST(SsdPageFile, AllocationWithoutSyncIsNotDurable) {
   EXPECT_EQ(file->pages_in_use(), 1u);
 }
 
+TEST(SsdPageFile, ClaimsOfNewPagesAreDurableWithTheAllocationsUntilConfirmed) {
+  TempDir dir;
+  auto options = options_for(dir.path / "a.ssd");
+  auto reopened = [&] {
+    options.create = false;
+    return SsdPageFile::open(options);
+  };
+  {
+    auto file = SsdPageFile::create(options);
+    for (int i = 0; i < 4; ++i) file->allocate();  // pages 0..3, claimed
+    file->free(2);                                 // a free ends its claim
+    EXPECT_EQ(file->claimed_pages(), (std::vector<PageId>{0, 1, 3}));
+    file->sync();
+  }
+  {
+    auto file = reopened();
+    EXPECT_EQ(file->claimed_pages(), (std::vector<PageId>{0, 1, 3}));
+    file->confirm_claims();  // the metadata saved now keeps them
+    EXPECT_EQ(file->allocate(), 2u);
+    EXPECT_EQ(file->claimed_pages(), (std::vector<PageId>{2}));
+    file->sync();
+  }
+  {
+    auto file = reopened();
+    EXPECT_EQ(file->claimed_pages(), (std::vector<PageId>{2}));
+    EXPECT_EQ(file->pages_in_use(), 4u);
+    file->claim_at_next_confirm(1);
+    EXPECT_EQ(file->claimed_pages(), (std::vector<PageId>{2}));
+    file->confirm_claims();  // page 1 is claimed again: the metadata saved now drops it
+    EXPECT_EQ(file->claimed_pages(), (std::vector<PageId>{1}));
+    file->sync();
+    file->confirm_claims();
+    // Not synced: the durable claims stay those of the sync before.
+  }
+  EXPECT_EQ(reopened()->claimed_pages(), (std::vector<PageId>{1}));
+}
+
 TEST(SsdPageFile, MetadataSurvivesReopenAfterSync) {
   TempDir dir;
   auto options = options_for(dir.path / "a.ssd");

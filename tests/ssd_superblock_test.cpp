@@ -274,18 +274,39 @@ TEST_F(SsdSuperblock, InconsistentGeometryIsRefused) {
   EXPECT_NE(open_error().find("inconsistent superblock"), std::string::npos) << open_error();
 }
 
-TEST_F(SsdSuperblock, BitmapWithBitsPastCapacityIsRefused) {
-  // A checksummed bitmap that claims pages the file does not have is corrupt, not trusted.
+// Both bitmap copies replaced by `bitmap`, checksummed as if written so.
+void write_both_bitmaps(const std::string& path, const std::vector<std::byte>& bitmap) {
   for (unsigned copy = 0; copy < 2; ++copy) {
-    Superblock superblock = read_copy(options_.path, copy);
-    std::vector<std::byte> bitmap(kLayout.bitmap_bytes());
-    bitmap[kLayout.bitmap_bytes() - 1] = std::byte{0x80};
-    poke(options_.path, kLayout.bitmap_offset(copy), bitmap.data(), bitmap.size());
+    Superblock superblock = read_copy(path, copy);
+    poke(path, kLayout.bitmap_offset(copy), bitmap.data(), bitmap.size());
     superblock.bitmap_checksum = crc32c(bitmap.data(), bitmap.size());
     superblock.seal();
-    write_copy(options_.path, copy, superblock);
+    write_copy(path, copy, superblock);
   }
+}
+
+TEST_F(SsdSuperblock, BitmapWithBitsPastCapacityIsRefused) {
+  // A checksummed bitmap that allocates or claims pages the file does not have is corrupt, not
+  // trusted: in either half of the copy.
+  for (const std::uint64_t last_byte :
+       {kLayout.claims_offset_in_copy() - 1, kLayout.bitmap_bytes() - 1}) {
+    SCOPED_TRACE(last_byte);
+    std::vector<std::byte> bitmap(kLayout.bitmap_bytes());
+    bitmap[last_byte] = std::byte{0x80};
+    write_both_bitmaps(options_.path, bitmap);
+    EXPECT_NE(open_error().find("allocation bitmap"), std::string::npos) << open_error();
+  }
+}
+
+TEST_F(SsdSuperblock, ClaimOfAnUnallocatedPageIsRefused) {
+  std::vector<std::byte> bitmap(kLayout.bitmap_bytes());
+  bitmap[0] = std::byte{0x01};                                // page 0 allocated
+  bitmap[kLayout.claims_offset_in_copy()] = std::byte{0x03};  // pages 0 and 1 claimed
+  write_both_bitmaps(options_.path, bitmap);
   EXPECT_NE(open_error().find("allocation bitmap"), std::string::npos) << open_error();
+  bitmap[kLayout.claims_offset_in_copy()] = std::byte{0x01};
+  write_both_bitmaps(options_.path, bitmap);
+  EXPECT_EQ(open_error(), "(opened)");
 }
 
 TEST_F(SsdSuperblock, DirectoryIsRefused) {

@@ -385,6 +385,7 @@ class BufferManager {
   // copies go.
   void write_to_ssd(PageId page_id, const std::byte* page);
   void sync_ssd();
+  void sync_ssd_latched();  // the caller holds the write-back latch
   bool should_admit(PageId page_id);
   std::optional<SlotId> take_nvm_slot();
   Swip* owning_swip(FrameHeader* frame) const;

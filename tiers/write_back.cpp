@@ -191,6 +191,10 @@ void BufferManager::write_to_ssd(PageId page_id, const std::byte* page) {
 
 void BufferManager::sync_ssd() {
   const std::lock_guard writing(write_back_latch_);
+  sync_ssd_latched();
+}
+
+void BufferManager::sync_ssd_latched() {
   ssd_->sync();
   if (options_.double_write != nullptr) options_.double_write->ssd_synced();
 }
@@ -255,10 +259,14 @@ void BufferManager::write_back_all(bool earlier_rounds_only,
                      scratch.data());
   });
   // 3. The caller's step, then one SSD sync for the page writes (also making allocations,
-  //    frees and the metadata durable), then checksums for the NVM pages written line by line
-  //    since the last checkpoint.
-  if (before_sync) before_sync();
-  if (ssd_ != nullptr) sync_ssd();
+  //    frees and the metadata durable), with no other sync between them (the caller's step
+  //    writes metadata that this sync must make durable at once with the bitmaps), then
+  //    checksums for the NVM pages written line by line since the last checkpoint.
+  {
+    const std::lock_guard writing(write_back_latch_);
+    if (before_sync) before_sync();
+    if (ssd_ != nullptr) sync_ssd_latched();
+  }
   if (nvm_ != nullptr) nvm_->seal_pages();
 }
 

@@ -406,6 +406,10 @@ bool TransactionManager::checkpoint_beside() {
   if (beside_begin_ != begin || needs_restart()) return true;
   beside_begin_ = kNoLsn;
   const Checkpointing checkpointing(checkpointing_);
+  // Every record so far durable before the catalog is saved: its save confirms the pages
+  // claimed before it (docs/durability.md, "Pages in no tree"), and the frames this round
+  // dirtied, new pages among them, are left for the next checkpoint, their records unforced.
+  log_->persist_up_to(log_->end_lsn());
   store_->finish_checkpoint_pages_beside();
   complete_checkpoint(begin, true);
   return true;

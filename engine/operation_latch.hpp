@@ -110,19 +110,27 @@ class OperationLatch {
   // mark_entered for the exclusive latch) makes the next answer false. (Another thread that
   // was the last to enter exclusive and enters exclusive again between two questions goes
   // unseen: the answer is a hint, and that thread's next operation ends it.)
+  // Once another thread was seen inside or waiting, the next kNotAloneFor questions are
+  // answered no without looking: their slots are lines those threads write at every
+  // operation, and a look at every question passed them between the cores.
   static constexpr unsigned kAloneAfter = 64;
+  static constexpr unsigned kNotAloneFor = 64;
   bool alone_here() const {
+    if (alone_seen.latch == id_ && alone_seen.not_alone_for != 0) [[likely]] {
+      --alone_seen.not_alone_for;
+      return false;
+    }
     // Another thread inside or waiting: not alone, and nothing to compare with next time.
     if (changers_.any_inside() || writer_.load(std::memory_order_relaxed) ||
         readers_waiting_.load(std::memory_order_relaxed) != 0) {
-      alone_seen = {};
+      alone_seen = {id_, 0, 0, 0, kNotAloneFor};
       return false;
     }
     const std::uint64_t activity = readers_.others_activity() + changers_.others_activity();
     const std::uint32_t last = last_entered_.load(std::memory_order_relaxed);
     const bool nobody_else = alone_seen.latch == id_ && alone_seen.activity == activity &&
                              (last == thread_slot() + 1 || last == alone_seen.last_entered);
-    alone_seen = {id_, activity, last, nobody_else ? alone_seen.questions + 1 : 0};
+    alone_seen = {id_, activity, last, nobody_else ? alone_seen.questions + 1 : 0, 0};
     return alone_seen.questions >= kAloneAfter;
   }
   // Whether changes run now (a hint: they may end or begin at once), and how many.
@@ -275,9 +283,10 @@ class OperationLatch {
     std::uint64_t latch;  // its id_ (a new latch may take a closed one's address)
     std::uint64_t activity;
     std::uint32_t last_entered;
-    unsigned questions;  // answered alone in a row
+    unsigned questions;      // answered alone in a row
+    unsigned not_alone_for;  // questions left answered no without looking
   };
-  static inline thread_local AloneSeen alone_seen{0, 0, 0, 0};
+  static inline thread_local AloneSeen alone_seen{0, 0, 0, 0, 0};
   // Questions left for which changes_lately says yes (> 0) or no (< 0) without looking.
   struct LatelySeen {
     std::uint64_t latch;  // its id_

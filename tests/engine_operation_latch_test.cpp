@@ -2,7 +2,8 @@
 // to itself for kAloneAfter questions in a row (after a first that has nothing to compare
 // with) is told so, and runs its operations exclusive;
 // another thread entering in any mode (changes, exclusive, shared), or waiting to, makes the
-// next answer false and the count start again. Reads outside transactions keep to the mode
+// next answer false and the count start again (one seen inside, the next kNotAloneFor answers
+// too). Reads outside transactions keep to the mode
 // they chose for a while (changes_lately), and changers are
 // counted in slots of their own, which readers and the exclusive holder wait for.
 #include "engine/operation_latch.hpp"
@@ -76,6 +77,25 @@ TEST(OperationLatchAlone, NotAloneWhileAnotherThreadIsInside) {
   for (unsigned i = 0; i < 2 * kAfter; ++i) EXPECT_FALSE(latch.alone_here()) << i;
   step = 2;
   other.join();
+}
+
+// Once another thread was seen inside, the next kNotAloneFor questions do not look at the
+// others' slots: they say no even after it has left, and the count starts after them.
+TEST(OperationLatchAlone, AThreadSeenInsideKeepsTheAnswerNoForAWhile) {
+  OperationLatch latch;
+  { const OperationLatch::Exclusive latched(latch); }
+  ASSERT_EQ(questions_until_alone(latch), kAfter + 1);
+  std::atomic<int> step{0};
+  std::thread other([&] {
+    const OperationLatch::Changes latched(latch);
+    step = 1;
+    while (step.load() != 2) std::this_thread::yield();
+  });
+  while (step.load() != 1) std::this_thread::yield();
+  EXPECT_FALSE(latch.alone_here()) << "a changer is inside";
+  step = 2;
+  other.join();
+  EXPECT_EQ(questions_until_alone(latch), OperationLatch::kNotAloneFor + kAfter + 1);
 }
 
 TEST(OperationLatchAlone, AThreadOnTwoDatabasesIsAloneOnNeitherWhileItAlternates) {

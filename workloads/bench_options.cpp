@@ -76,7 +76,6 @@ void validate(const BenchOptions& options) {
     if (arch == Architecture::kMainMemory)
       fail("--restart: main-memory is volatile, there is nothing to restart from");
     if (options.ops != 0) fail("--restart runs for --seconds, not --ops");
-    if (options.threads != 1) fail("--restart runs one thread, not --threads {}", options.threads);
     if (config.nvm_wear_counting) fail("--restart and --wear cannot be combined");
     if (!(options.restart_seconds >= 0 && options.restart_seconds <= kMaxSeconds))
       fail("--restart-seconds must be a non-negative number of seconds up to {}, not {}",

@@ -32,6 +32,7 @@ struct Interval {
   SteadyClock::time_point end;
   double seconds = 0;
   std::uint64_t ops = 0;
+  std::vector<std::uint64_t> ops_by_thread;
   nlohmann::json counters;
 
   double ops_s() const { return seconds > 0 ? static_cast<double>(ops) / seconds : 0.0; }
@@ -40,11 +41,12 @@ struct Interval {
 Interval interval_from_message(const nlohmann::json& message) {
   return {from_nanoseconds(message.at("t_ns").get<std::int64_t>()),
           message.at("seconds").get<double>(), message.at("ops").get<std::uint64_t>(),
-          message.at("counters")};
+          message.at("ops_by_thread").get<std::vector<std::uint64_t>>(), message.at("counters")};
 }
 
 Interval interval_from_sample(const ThroughputSample& sample) {
-  return {sample.end, sample.seconds, sample.ops, counters_json(sample.counters)};
+  return {sample.end, sample.seconds, sample.ops, sample.ops_by_thread,
+          counters_json(sample.counters)};
 }
 
 // The counters that show where pages come from after the restart (NVM or SSD).
@@ -84,7 +86,14 @@ nlohmann::json series_json(const std::vector<Interval>& intervals,
 struct Totals {
   double seconds = 0;
   std::uint64_t ops = 0;
+  std::vector<std::uint64_t> ops_by_thread;
   double ops_s() const { return seconds > 0 ? static_cast<double>(ops) / seconds : 0.0; }
+  nlohmann::json ops_s_by_thread() const {
+    nlohmann::json rates = nlohmann::json::array();
+    for (const std::uint64_t thread_ops : ops_by_thread)
+      rates.push_back(seconds > 0 ? static_cast<double>(thread_ops) / seconds : 0.0);
+    return rates;
+  }
 };
 
 Totals totals_of(const std::vector<Interval>& intervals, std::size_t first = 0) {
@@ -92,6 +101,9 @@ Totals totals_of(const std::vector<Interval>& intervals, std::size_t first = 0) 
   for (std::size_t i = first; i < intervals.size(); ++i) {
     totals.seconds += intervals[i].seconds;
     totals.ops += intervals[i].ops;
+    totals.ops_by_thread.resize(intervals[i].ops_by_thread.size());
+    for (std::size_t thread = 0; thread < intervals[i].ops_by_thread.size(); ++thread)
+      totals.ops_by_thread[thread] += intervals[i].ops_by_thread[thread];
   }
   return totals;
 }
@@ -271,7 +283,7 @@ RestartedRun restart_and_run(const BenchOptions& options, SteadyClock::duration 
   SecondsPrinter printer(progress, "restart");
   double covered = 0;
   run_sampled(
-      *db, interval, [&workload] { workload->run_one(); },
+      *db, interval, options.threads, [&workload](unsigned thread) { workload->run_one(thread); },
       [&](const ThroughputSample& sample) {
         run.after.push_back(interval_from_sample(sample));
         printer.add(run.after.back(), crash);
@@ -302,6 +314,8 @@ nlohmann::json describe(const BenchOptions& options, const CrashedRun& crashed,
   result["ops"] = pre.ops;
   result["seconds"] = pre.seconds;
   result["throughput_ops_s"] = pre_rate;
+  result["ops_by_thread"] = pre.ops_by_thread;
+  result["throughput_by_thread_ops_s"] = pre.ops_s_by_thread();
   result["counters"] = counters_delta(crashed.ready.at("counters"), before.back().counters);
   result["data_bytes"] = crashed.ready.at("data_bytes");
   result["memory"] = crashed.ready.at("memory");
@@ -338,6 +352,7 @@ nlohmann::json describe(const BenchOptions& options, const CrashedRun& crashed,
        seconds_until_warm(before, crashed.ready.at("counters"), after,
                           restarted.counters_after_open, restarted.reopen_start)},
       {"after_restart_throughput_ops_s", totals_of(after).ops_s()},
+      {"after_restart_ops_by_thread", totals_of(after).ops_by_thread},
       {"after_restart_second_half_ops_s", totals_of(after, after.size() / 2).ops_s()},
       {"recovery_counters", restarted.counters_after_open},
       {"after_restart_counters",

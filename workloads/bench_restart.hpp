@@ -1,13 +1,15 @@
 #pragma once
 // tristore-bench --restart: paper Figure 17, throughput over time across a crash and restart.
 //
-// 1. A worker process (fork) opens a new database, loads, warms up and runs the workload,
-//    sending its throughput every --sample-ms.
-// 2. After --seconds of samples the parent kills it with SIGKILL, mid-operation: no flush, no
-//    close; NVM and SSD keep what had reached them (a process crash; on tmpfs-backed NVM not
-//    a power failure).
+// 1. A worker process (fork) opens a new database, loads, warms up and runs the workload on
+//    --threads threads, sending its throughput every --sample-ms.
+// 2. After --seconds of samples the parent kills it with SIGKILL, mid-operation (on every
+//    thread): no flush, no close; NVM and SSD keep what had reached them (a process crash; on
+//    tmpfs-backed NVM not a power failure).
 // 3. The parent reopens the files (page-table rebuild, log analysis, redo), opens the tables
-//    (the losers' undo) and runs the same workload for --restart-seconds, sampled the same way.
+//    (the losers' undo), runs the same workload on as many threads for --restart-seconds,
+//    sampled the same way, and then checks the data (TPC-C's consistency conditions, every
+//    YCSB record found): Error if recovery lost or broke anything.
 // The JSON holds the recovery phases, both throughput series on one time axis (0 = the kill),
 // the time from the reopen until an interval reaches 90 % of the pre-crash rate, and the time
 // until the reads per operation are back to the pre-crash ones.

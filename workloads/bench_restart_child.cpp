@@ -52,8 +52,9 @@ void send(int fd, const nlohmann::json& message) {
     std::unique_ptr<RestartWorkload> workload =
         RestartWorkload::create_and_load(*db, options, progress, load);
     // 2. Warm up, then tell the parent where the measured run starts.
-    const PhaseResult warmup = run_phase(*db, "warmup", {options.warmup_seconds, 0}, progress,
-                                         [&workload] { workload->run_one(); });
+    const PhaseResult warmup =
+        run_phase(*db, "warmup", {options.warmup_seconds, 0}, progress, options.threads,
+                  [&workload](unsigned thread) { workload->run_one(thread); });
     const MemoryUsage memory = db->memory_usage();
     send(fd, {{"kind", "ready"},
               {"t_ns", to_nanoseconds(SteadyClock::now())},
@@ -66,12 +67,13 @@ void send(int fd, const nlohmann::json& message) {
               {"counters", counters_json(db->counters())}});
     // 3. The workload, sampled, until the parent kills this process.
     run_sampled(
-        *db, interval, [&workload] { workload->run_one(); },
+        *db, interval, options.threads, [&workload](unsigned thread) { workload->run_one(thread); },
         [fd](const ThroughputSample& sample) {
           send(fd, {{"kind", "sample"},
                     {"t_ns", to_nanoseconds(sample.end)},
                     {"seconds", sample.seconds},
                     {"ops", sample.ops},
+                    {"ops_by_thread", sample.ops_by_thread},
                     {"counters", counters_json(sample.counters)}});
           return true;
         });

@@ -20,7 +20,7 @@ class YcsbRestartWorkload final : public RestartWorkload {
   explicit YcsbRestartWorkload(std::unique_ptr<YcsbSession> session)
       : session_(std::move(session)) {}
   YcsbSession& session() { return *session_; }
-  void run_one() override { session_->run_one(); }
+  void run_one(unsigned thread) override { session_->run_one(thread); }
   nlohmann::json check() override {
     if (session_->not_found() != 0)
       fail("ycsb: {} operations did not find a loaded key: the engine lost records",
@@ -36,7 +36,7 @@ class TpccRestartWorkload final : public RestartWorkload {
  public:
   explicit TpccRestartWorkload(Tpcc tpcc) : tpcc_(std::move(tpcc)) {}
   Tpcc& tpcc() { return tpcc_; }
-  void run_one() override { tpcc_.run_one(); }
+  void run_one(unsigned thread) override { tpcc_.run_one(thread); }
   nlohmann::json check() override {
     const std::vector<std::string> violations = tpcc_.check_consistency();
     if (!violations.empty())
@@ -62,7 +62,8 @@ std::unique_ptr<RestartWorkload> RestartWorkload::create_and_load(Database& db,
                                                                   const ProgressPrinter& progress,
                                                                   nlohmann::json& load) {
   if (options.workload == WorkloadKind::kYcsb) {
-    auto workload = std::make_unique<YcsbRestartWorkload>(YcsbSession::create(db, options.ycsb));
+    auto workload = std::make_unique<YcsbRestartWorkload>(
+        YcsbSession::create(db, options.ycsb, options.threads));
     load = load_json(workload->session().load(progress), db);
     return workload;
   }
@@ -77,15 +78,19 @@ std::unique_ptr<RestartWorkload> RestartWorkload::create_and_load(Database& db,
   phase.counters = db.counters() - before;
   progress.message(fmt::format("loaded {} rows in {:.2f} s", phase.ops, phase.seconds));
   load = load_json(phase, db);
+  workload->tpcc().use_terminals(options.threads);
   return workload;
 }
 
 std::unique_ptr<RestartWorkload> RestartWorkload::reopen(Database& db,
                                                          const BenchOptions& options) {
   if (options.workload == WorkloadKind::kYcsb)
-    return std::make_unique<YcsbRestartWorkload>(YcsbSession::open(db, options.ycsb));
-  return std::make_unique<TpccRestartWorkload>(
+    return std::make_unique<YcsbRestartWorkload>(
+        YcsbSession::open(db, options.ycsb, options.threads));
+  auto workload = std::make_unique<TpccRestartWorkload>(
       Tpcc::reopen(db, TpccOptions{options.warehouses, options.ycsb.seed}));
+  workload->tpcc().use_terminals(options.threads);
+  return workload;
 }
 
 }  // namespace tristore

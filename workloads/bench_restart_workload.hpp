@@ -1,7 +1,7 @@
 #pragma once
-// The workload of a --restart run, one operation at a time: created and loaded by the process
-// that is killed, reopened over the recovered database by the one that restarts, so the same
-// workload runs before the crash and after it.
+// The workload of a --restart run, one operation at a time on each of --threads threads:
+// created and loaded by the process that is killed, reopened over the recovered database by
+// the one that restarts, so the same workload runs before the crash and after it.
 #include <nlohmann/json.hpp>
 
 #include <memory>
@@ -22,9 +22,10 @@ class RestartWorkload {
   static std::unique_ptr<RestartWorkload> reopen(Database& db, const BenchOptions& options);
 
   virtual ~RestartWorkload() = default;
-  virtual void run_one() = 0;
+  // One operation on thread `thread` (< options.threads), one thread per index at a time.
+  virtual void run_one(unsigned thread) = 0;
   // Throws Error if the data is wrong: a YCSB record not found, a TPC-C consistency condition
-  // violated. Returns what was checked, for the JSON.
+  // violated. Returns what was checked, for the JSON. Not while run_one runs.
   virtual nlohmann::json check() = 0;
 };
 

@@ -93,8 +93,12 @@ class YcsbRunner {
     return result;
   }
 
-  void one_operation() { one_operation(workers_.front()); }
-  std::uint64_t not_found() const { return workers_.front().tallies.not_found; }
+  void one_operation(unsigned thread) { one_operation(workers_[thread]); }
+  std::uint64_t not_found() const {
+    std::uint64_t sum = 0;
+    for (const Worker& worker : workers_) sum += worker.tallies.not_found;
+    return sum;
+  }
 
   PhaseResult load(const ProgressPrinter& progress) {
     // 1. Bulk-load keys 0..records-1 in order at the configured fill factor.
@@ -217,19 +221,22 @@ class YcsbRunner {
 template <typename Layout>
 class YcsbSessionOver final : public YcsbSession {
  public:
-  YcsbSessionOver(Database& db, const YcsbOptions& options, bool create)
-      : runner_(db, options, create) {}
+  YcsbSessionOver(Database& db, const YcsbOptions& options, bool create, unsigned threads)
+      : runner_(db, options, create, threads) {}
   PhaseResult load(const ProgressPrinter& progress) override { return runner_.load(progress); }
-  void run_one() override { runner_.one_operation(); }
+  void run_one(unsigned thread) override { runner_.one_operation(thread); }
   std::uint64_t not_found() const override { return runner_.not_found(); }
 
  private:
   YcsbRunner<Layout> runner_;
 };
 
-std::unique_ptr<YcsbSession> make_session(Database& db, const YcsbOptions& options, bool create) {
-  if (options.micro) return std::make_unique<YcsbSessionOver<MicroOps>>(db, options, create);
-  return std::make_unique<YcsbSessionOver<FullRowOps>>(db, options, create);
+std::unique_ptr<YcsbSession> make_session(Database& db, const YcsbOptions& options, bool create,
+                                          unsigned threads) {
+  if (threads == 0) fail("ycsb: at least one thread must run");
+  if (options.micro)
+    return std::make_unique<YcsbSessionOver<MicroOps>>(db, options, create, threads);
+  return std::make_unique<YcsbSessionOver<FullRowOps>>(db, options, create, threads);
 }
 
 }  // namespace
@@ -265,12 +272,14 @@ YcsbResult run_ycsb(Database& db, const YcsbOptions& options, PhaseLimit warmup,
       .run(warmup, measured, progress, before_measured);
 }
 
-std::unique_ptr<YcsbSession> YcsbSession::create(Database& db, const YcsbOptions& options) {
-  return make_session(db, options, true);
+std::unique_ptr<YcsbSession> YcsbSession::create(Database& db, const YcsbOptions& options,
+                                                 unsigned threads) {
+  return make_session(db, options, true, threads);
 }
 
-std::unique_ptr<YcsbSession> YcsbSession::open(Database& db, const YcsbOptions& options) {
-  return make_session(db, options, false);
+std::unique_ptr<YcsbSession> YcsbSession::open(Database& db, const YcsbOptions& options,
+                                               unsigned threads) {
+  return make_session(db, options, false, threads);
 }
 
 }  // namespace tristore

@@ -57,15 +57,18 @@ YcsbResult run_ycsb(Database& db, const YcsbOptions& options, PhaseLimit warmup,
 
 // One operation at a time on table "usertable", for a driver that runs its own loop
 // (tristore-bench --restart). create: a new table, to be loaded; open: the table of a
-// reopened database (its losers' undo runs first), ready to run.
+// reopened database (its losers' undo runs first), ready to run. `threads` workers share the
+// key space, each with its own random stream: run_one(t) on one thread per worker.
 class YcsbSession {
  public:
-  static std::unique_ptr<YcsbSession> create(Database& db, const YcsbOptions& options);
-  static std::unique_ptr<YcsbSession> open(Database& db, const YcsbOptions& options);
+  static std::unique_ptr<YcsbSession> create(Database& db, const YcsbOptions& options,
+                                             unsigned threads = 1);
+  static std::unique_ptr<YcsbSession> open(Database& db, const YcsbOptions& options,
+                                           unsigned threads = 1);
   virtual ~YcsbSession() = default;
   virtual PhaseResult load(const ProgressPrinter& progress) = 0;  // after create only
-  virtual void run_one() = 0;                                     // one operation of the mix
-  virtual std::uint64_t not_found() const = 0;                    // should stay 0
+  virtual void run_one(unsigned thread = 0) = 0;                  // one operation of the mix
+  virtual std::uint64_t not_found() const = 0;  // every worker's (not while they run); stays 0
 };
 
 // Key and value sizes of the table the options select.

@@ -157,6 +157,14 @@ class OperationLatch {
     return inside;
   }
   std::uint32_t changers() const { return changers_.count_inside(); }
+  // At least as many as changers() (the caller among them, if it is one), without reading
+  // the others' slots, which they write at every change: one per slot a changer has entered,
+  // unless threads share slots (then changers() itself).
+  std::uint32_t changers_at_most() const {
+    if (thread_slots_shared()) [[unlikely]]
+      return changers();
+    return static_cast<std::uint32_t>(changers_.slots_entered());
+  }
   void unlock_changes() {
     hold(nullptr, Mode::kShared);
     changers_.leave();

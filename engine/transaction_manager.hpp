@@ -124,7 +124,9 @@ class TransactionManager {
   // reserve() for changes beside each other (engine/operation_latch.hpp, changes mode): each
   // changer inside appends at most kBesideChangeBound bytes (its record, with its undo, and
   // that undo's copy), so the room for all of them is checked, not set aside: a changer that
-  // entered later checks for itself too. False when only a checkpoint would make the room
+  // entered later checks for itself too. They are counted one per changer slot entered
+  // (OperationLatch::changers_at_most), a bound that reads none of the slots the changers
+  // write at every change. False when only a checkpoint would make the room
   // (the exclusive latch's, or checkpoint_if_due's: the caller runs exclusively instead), or
   // when the checkpoint interval has passed. Called in changes mode.
   // nvm-direct logs a change in place as before-images and after-images of byte ranges, up to
@@ -138,8 +140,8 @@ class TransactionManager {
            log_->end_lsn() < next_checkpoint_lsn_.load(std::memory_order_relaxed);
   }
   bool log_room_beside() const {
-    return log_->free_bytes() >= latch_.changers() * beside_change_bound_ + split_room_beside_ +
-                                     live_undo_bytes_ + kSmallRecordsRoom;
+    return log_->free_bytes() >= latch_.changers_at_most() * beside_change_bound_ +
+                                     split_room_beside_ + live_undo_bytes_ + kSmallRecordsRoom;
   }
   // An undo step (abort's, or restart's) needs room for one operation on its table's tree:
   // before a change adds live undo, its table's undo step (an operation a level higher,
@@ -161,7 +163,7 @@ class TransactionManager {
   bool undo_room_beside(std::uint64_t undo_step_bytes) {
     if (log_ == nullptr) return true;
     const std::uint64_t largest = note_undo_step(undo_step_bytes);
-    const std::uint64_t live = live_undo_bytes_ + latch_.changers() * beside_change_bound_;
+    const std::uint64_t live = live_undo_bytes_ + latch_.changers_at_most() * beside_change_bound_;
     return log_->usable_bytes() >= largest + 2 * live + 2 * kSmallRecordsRoom;
   }
   // A leaf split beside changes logs up to `bytes` more than a changer's bound

@@ -150,8 +150,8 @@ TEST(OperationLatchLately, ReadsKeepToTheModeTheyChoseForAWhile) {
 }
 
 // Changers announce themselves each in a slot of their own: they are counted (the log's room
-// beside changes is reserved per changer), and a reader wanting the latch shared and a thread
-// wanting it exclusive wait until the last has left.
+// beside changes is reserved per changer, up to changers_at_most, one per slot entered), and a
+// reader wanting the latch shared and a thread wanting it exclusive wait until the last has left.
 TEST(OperationLatchChangers, ChangersInSlotsAreCountedAndKeepReadersAndTheExclusiveOut) {
   constexpr int kChangers = 3;
   OperationLatch latch;
@@ -166,6 +166,7 @@ TEST(OperationLatchChangers, ChangersInSlotsAreCountedAndKeepReadersAndTheExclus
     });
   while (inside.load() != kChangers) std::this_thread::yield();
   EXPECT_EQ(latch.changers(), std::uint32_t{kChangers});
+  EXPECT_GE(latch.changers_at_most(), std::uint32_t{kChangers}) << "a bound, never fewer";
   EXPECT_TRUE(latch.changes_inside());
   std::atomic<bool> read{false}, alone{false};
   std::thread reader([&] {
@@ -186,6 +187,8 @@ TEST(OperationLatchChangers, ChangersInSlotsAreCountedAndKeepReadersAndTheExclus
   EXPECT_TRUE(read.load());
   EXPECT_TRUE(alone.load());
   EXPECT_EQ(latch.changers(), 0u);
+  EXPECT_GE(latch.changers_at_most(), std::uint32_t{kChangers})
+      << "one per slot entered: the bound reads none of the slots";
 }
 
 }  // namespace

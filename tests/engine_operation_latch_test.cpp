@@ -63,10 +63,9 @@ TEST(OperationLatchAlone, AnotherThreadEnteringInAnyModeEndsIt) {
   EXPECT_EQ(questions_until_alone(latch), kAfter) << "the count starts again";
 }
 
-TEST(OperationLatchAlone, NotAloneWhileAnotherThreadIsInside) {
-  OperationLatch latch;
-  { const OperationLatch::Exclusive latched(latch); }
-  ASSERT_EQ(questions_until_alone(latch), kAfter + 1);
+// Runs ask() on this thread while another thread holds the latch for changes.
+template <typename Ask>
+void while_another_changes(OperationLatch& latch, Ask&& ask) {
   std::atomic<int> step{0};
   std::thread other([&] {
     const OperationLatch::Changes latched(latch);
@@ -74,9 +73,18 @@ TEST(OperationLatchAlone, NotAloneWhileAnotherThreadIsInside) {
     while (step.load() != 2) std::this_thread::yield();
   });
   while (step.load() != 1) std::this_thread::yield();
-  for (unsigned i = 0; i < 2 * kAfter; ++i) EXPECT_FALSE(latch.alone_here()) << i;
+  ask();
   step = 2;
   other.join();
+}
+
+TEST(OperationLatchAlone, NotAloneWhileAnotherThreadIsInside) {
+  OperationLatch latch;
+  { const OperationLatch::Exclusive latched(latch); }
+  ASSERT_EQ(questions_until_alone(latch), kAfter + 1);
+  while_another_changes(latch, [&] {
+    for (unsigned i = 0; i < 2 * kAfter; ++i) EXPECT_FALSE(latch.alone_here()) << i;
+  });
 }
 
 // Once another thread was seen inside, the next kNotAloneFor questions do not look at the
@@ -85,16 +93,7 @@ TEST(OperationLatchAlone, AThreadSeenInsideKeepsTheAnswerNoForAWhile) {
   OperationLatch latch;
   { const OperationLatch::Exclusive latched(latch); }
   ASSERT_EQ(questions_until_alone(latch), kAfter + 1);
-  std::atomic<int> step{0};
-  std::thread other([&] {
-    const OperationLatch::Changes latched(latch);
-    step = 1;
-    while (step.load() != 2) std::this_thread::yield();
-  });
-  while (step.load() != 1) std::this_thread::yield();
-  EXPECT_FALSE(latch.alone_here()) << "a changer is inside";
-  step = 2;
-  other.join();
+  while_another_changes(latch, [&] { EXPECT_FALSE(latch.alone_here()) << "a changer is inside"; });
   EXPECT_EQ(questions_until_alone(latch), OperationLatch::kNotAloneFor + kAfter + 1);
 }
 

@@ -13,6 +13,7 @@
 
 #include "common/counters.hpp"
 #include "engine/database.hpp"
+#include "workloads/adaptive_batch.hpp"
 
 namespace tristore {
 
@@ -49,9 +50,7 @@ template <typename Op>
 PhaseResult run_phase(Database& db, std::string_view phase, PhaseLimit limit,
                       const ProgressPrinter& progress, unsigned threads, Op&& op) {
   using Clock = std::chrono::steady_clock;
-  // Read the clock once per batch; the batch adapts so that fast operations (~1 us) pay for
-  // the clock rarely and slow ones (a full scan) do not overrun the deadline.
-  constexpr std::uint64_t kMaxBatch = 64;
+  // Read the clock once per batch (workloads/adaptive_batch.hpp).
   constexpr auto kShortBatch = std::chrono::microseconds(100);
   struct alignas(64) ThreadOps {
     std::atomic<std::uint64_t> ops{0};
@@ -68,7 +67,7 @@ PhaseResult run_phase(Database& db, std::string_view phase, PhaseLimit limit,
   const auto worker = [&](unsigned thread) {
     const std::uint64_t my_limit =
         limit.ops / threads + (thread < limit.ops % threads ? 1 : 0);  // limit.ops != 0
-    std::uint64_t batch_size = 1;
+    AdaptiveBatch adaptive(kShortBatch);
     Clock::time_point next_report = start + std::chrono::seconds(1);
     Clock::time_point last_report = start;
     std::uint64_t ops_at_last_report = 0;
@@ -77,7 +76,7 @@ PhaseResult run_phase(Database& db, std::string_view phase, PhaseLimit limit,
     Clock::time_point now = start;
     try {
       for (;;) {
-        std::uint64_t batch = batch_size;
+        std::uint64_t batch = adaptive.size();
         if (limit.ops != 0) {
           if (ops >= my_limit) break;
           if (my_limit - ops < batch) batch = my_limit - ops;
@@ -90,11 +89,7 @@ PhaseResult run_phase(Database& db, std::string_view phase, PhaseLimit limit,
         thread_ops[thread].ops.store(ops, std::memory_order_relaxed);
         const Clock::time_point batch_start = now;
         now = Clock::now();
-        if (now - batch_start < kShortBatch) {
-          if (batch_size < kMaxBatch) batch_size *= 2;
-        } else if (batch_size > 1) {
-          batch_size /= 2;
-        }
+        adaptive.adapt(now - batch_start);
         if (thread == 0 && progress.enabled() && now >= next_report) {
           const Counters counters_now = db.counters();
           std::uint64_t all_ops = 0;

@@ -11,6 +11,7 @@
 
 #include "common/counters.hpp"
 #include "engine/database.hpp"
+#include "workloads/adaptive_batch.hpp"
 
 namespace tristore {
 
@@ -30,13 +31,11 @@ struct ThroughputSample {
 // false, closing an interval every `interval`. Thread 0 closes them, with every thread's
 // operations as far as each has published them (once per batch: an interval may show up to a
 // batch of another thread's operations late, never twice). Each thread reads the clock once
-// per batch; the batch adapts so that fast operations pay for it rarely and slow ones (an SSD
-// read) do not overrun the interval's end. op must not throw except to end the run: the first
+// per batch (workloads/adaptive_batch.hpp). op must not throw except to end the run: the first
 // exception is rethrown once every thread has stopped.
 template <typename Op, typename Sink>
 void run_sampled(Database& db, SteadyClock::duration interval, unsigned threads, Op&& op,
                  Sink&& sink) {
-  constexpr std::uint64_t kMaxBatch = 64;
   constexpr auto kShortBatch = std::chrono::microseconds(50);
   struct alignas(64) ThreadOps {
     std::atomic<std::uint64_t> ops{0};
@@ -54,19 +53,16 @@ void run_sampled(Database& db, SteadyClock::duration interval, unsigned threads,
   // 1. Threads 1.. run batches and publish their counts until told to stop.
   const auto other = [&](unsigned thread) {
     try {
-      std::uint64_t batch_size = 1, ops = 0;
+      AdaptiveBatch batch(kShortBatch);
+      std::uint64_t ops = 0;
       SteadyClock::time_point now = SteadyClock::now();
       while (!stop.load(std::memory_order_relaxed)) {
-        for (std::uint64_t i = 0; i < batch_size; ++i) op(thread);
-        ops += batch_size;
+        for (std::uint64_t i = 0; i < batch.size(); ++i) op(thread);
+        ops += batch.size();
         thread_ops[thread].ops.store(ops, std::memory_order_relaxed);
         const SteadyClock::time_point batch_start = now;
         now = SteadyClock::now();
-        if (now - batch_start < kShortBatch) {
-          if (batch_size < kMaxBatch) batch_size *= 2;
-        } else if (batch_size > 1) {
-          batch_size /= 2;
-        }
+        batch.adapt(now - batch_start);
       }
     } catch (...) {
       note_failure();
@@ -77,21 +73,18 @@ void run_sampled(Database& db, SteadyClock::duration interval, unsigned threads,
 
   // 2. Thread 0 runs its own batches and closes the intervals.
   try {
-    std::uint64_t batch_size = 1, ops = 0;
+    AdaptiveBatch batch(kShortBatch);
+    std::uint64_t ops = 0;
     std::vector<std::uint64_t> ops_before(threads, 0);
     SteadyClock::time_point start = SteadyClock::now();
     SteadyClock::time_point interval_end = start + interval;
     SteadyClock::time_point now = start;
     while (!stop.load(std::memory_order_relaxed)) {
-      for (std::uint64_t i = 0; i < batch_size; ++i) op(0u);
-      ops += batch_size;
+      for (std::uint64_t i = 0; i < batch.size(); ++i) op(0u);
+      ops += batch.size();
       const SteadyClock::time_point batch_start = now;
       now = SteadyClock::now();
-      if (now - batch_start < kShortBatch) {
-        if (batch_size < kMaxBatch) batch_size *= 2;
-      } else if (batch_size > 1) {
-        batch_size /= 2;
-      }
+      batch.adapt(now - batch_start);
       if (now < interval_end) continue;
       ThroughputSample sample{now, std::chrono::duration<double>(now - start).count(), 0,
                               std::vector<std::uint64_t>(threads), db.counters()};

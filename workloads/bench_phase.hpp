@@ -2,18 +2,15 @@
 // The phases of a tristore-bench run (load, warm-up, measured) and the loop that times one:
 // counters are read before and after, so each phase reports only its own events. A phase
 // may run on several threads.
-#include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <exception>
-#include <mutex>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "common/counters.hpp"
 #include "engine/database.hpp"
 #include "workloads/adaptive_batch.hpp"
+#include "workloads/phase_threads.hpp"
 
 namespace tristore {
 
@@ -52,13 +49,7 @@ PhaseResult run_phase(Database& db, std::string_view phase, PhaseLimit limit,
   using Clock = std::chrono::steady_clock;
   // Read the clock once per batch (workloads/adaptive_batch.hpp).
   constexpr auto kShortBatch = std::chrono::microseconds(100);
-  struct alignas(64) ThreadOps {
-    std::atomic<std::uint64_t> ops{0};
-  };
-  std::vector<ThreadOps> thread_ops(threads);
-  std::atomic<bool> stop{false};
-  std::mutex failure_mutex;
-  std::exception_ptr failure;
+  PhaseThreads phase_threads(threads);
   const Counters counters_before = db.counters();
   const Clock::time_point start = Clock::now();
   const Clock::time_point deadline = start + std::chrono::duration_cast<Clock::duration>(
@@ -74,53 +65,43 @@ PhaseResult run_phase(Database& db, std::string_view phase, PhaseLimit limit,
     Counters counters_at_last_report = counters_before;
     std::uint64_t ops = 0;
     Clock::time_point now = start;
-    try {
-      for (;;) {
-        std::uint64_t batch = adaptive.size();
-        if (limit.ops != 0) {
-          if (ops >= my_limit) break;
-          if (my_limit - ops < batch) batch = my_limit - ops;
-        } else if (now >= deadline) {
-          break;
-        }
-        if (stop.load(std::memory_order_relaxed)) break;
-        for (std::uint64_t i = 0; i < batch; ++i) op(thread);
-        ops += batch;
-        thread_ops[thread].ops.store(ops, std::memory_order_relaxed);
-        const Clock::time_point batch_start = now;
-        now = Clock::now();
-        adaptive.adapt(now - batch_start);
-        if (thread == 0 && progress.enabled() && now >= next_report) {
-          const Counters counters_now = db.counters();
-          std::uint64_t all_ops = 0;
-          for (const ThreadOps& t : thread_ops) all_ops += t.ops.load(std::memory_order_relaxed);
-          const double interval_s = std::chrono::duration<double>(now - last_report).count();
-          progress.line(phase, std::chrono::duration<double>(now - start).count(), all_ops,
-                        static_cast<double>(all_ops - ops_at_last_report) / interval_s,
-                        counters_now - counters_at_last_report);
-          last_report = now;
-          ops_at_last_report = all_ops;
-          counters_at_last_report = counters_now;
-          next_report += std::chrono::seconds(1);
-          if (next_report < now) next_report = now + std::chrono::seconds(1);
-        }
+    for (;;) {
+      std::uint64_t batch = adaptive.size();
+      if (limit.ops != 0) {
+        if (ops >= my_limit) break;
+        if (my_limit - ops < batch) batch = my_limit - ops;
+      } else if (now >= deadline) {
+        break;
       }
-    } catch (...) {
-      stop.store(true, std::memory_order_relaxed);
-      std::lock_guard lock(failure_mutex);
-      if (!failure) failure = std::current_exception();
+      if (phase_threads.stopping()) break;
+      for (std::uint64_t i = 0; i < batch; ++i) op(thread);
+      ops += batch;
+      phase_threads.publish(thread, ops);
+      const Clock::time_point batch_start = now;
+      now = Clock::now();
+      adaptive.adapt(now - batch_start);
+      if (thread == 0 && progress.enabled() && now >= next_report) {
+        const Counters counters_now = db.counters();
+        std::uint64_t all_ops = 0;
+        for (unsigned t = 0; t < threads; ++t) all_ops += phase_threads.ops(t);
+        const double interval_s = std::chrono::duration<double>(now - last_report).count();
+        progress.line(phase, std::chrono::duration<double>(now - start).count(), all_ops,
+                      static_cast<double>(all_ops - ops_at_last_report) / interval_s,
+                      counters_now - counters_at_last_report);
+        last_report = now;
+        ops_at_last_report = all_ops;
+        counters_at_last_report = counters_now;
+        next_report += std::chrono::seconds(1);
+        if (next_report < now) next_report = now + std::chrono::seconds(1);
+      }
     }
   };
-  std::vector<std::thread> others;
-  for (unsigned thread = 1; thread < threads; ++thread) others.emplace_back(worker, thread);
-  worker(0);
-  for (std::thread& other : others) other.join();
-  if (failure) std::rethrow_exception(failure);
+  phase_threads.run(worker);
 
   PhaseResult result;
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  for (const ThreadOps& t : thread_ops) {
-    result.ops_by_thread.push_back(t.ops.load(std::memory_order_relaxed));
+  for (unsigned t = 0; t < threads; ++t) {
+    result.ops_by_thread.push_back(phase_threads.ops(t));
     result.ops += result.ops_by_thread.back();
   }
   result.counters = db.counters() - counters_before;

@@ -1,17 +1,14 @@
 #pragma once
 // Throughput in short intervals (tristore-bench --restart): the curve of paper Figure 17 needs
 // the rate every ~100 ms, not one number per phase.
-#include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <exception>
-#include <mutex>
-#include <thread>
 #include <vector>
 
 #include "common/counters.hpp"
 #include "engine/database.hpp"
 #include "workloads/adaptive_batch.hpp"
+#include "workloads/phase_threads.hpp"
 
 namespace tristore {
 
@@ -37,76 +34,36 @@ template <typename Op, typename Sink>
 void run_sampled(Database& db, SteadyClock::duration interval, unsigned threads, Op&& op,
                  Sink&& sink) {
   constexpr auto kShortBatch = std::chrono::microseconds(50);
-  struct alignas(64) ThreadOps {
-    std::atomic<std::uint64_t> ops{0};
-  };
-  std::vector<ThreadOps> thread_ops(threads);
-  std::atomic<bool> stop{false};
-  std::mutex failure_mutex;
-  std::exception_ptr failure;
-  const auto note_failure = [&] {
-    stop.store(true, std::memory_order_relaxed);
-    const std::lock_guard lock(failure_mutex);
-    if (!failure) failure = std::current_exception();
-  };
-
-  // 1. Threads 1.. run batches and publish their counts until told to stop.
-  const auto other = [&](unsigned thread) {
-    try {
-      AdaptiveBatch batch(kShortBatch);
-      std::uint64_t ops = 0;
-      SteadyClock::time_point now = SteadyClock::now();
-      while (!stop.load(std::memory_order_relaxed)) {
-        for (std::uint64_t i = 0; i < batch.size(); ++i) op(thread);
-        ops += batch.size();
-        thread_ops[thread].ops.store(ops, std::memory_order_relaxed);
-        const SteadyClock::time_point batch_start = now;
-        now = SteadyClock::now();
-        batch.adapt(now - batch_start);
-      }
-    } catch (...) {
-      note_failure();
-    }
-  };
-  std::vector<std::thread> others;
-  for (unsigned thread = 1; thread < threads; ++thread) others.emplace_back(other, thread);
-
-  // 2. Thread 0 runs its own batches and closes the intervals.
-  try {
+  PhaseThreads phase_threads(threads);
+  phase_threads.run([&](unsigned thread) {
     AdaptiveBatch batch(kShortBatch);
     std::uint64_t ops = 0;
-    std::vector<std::uint64_t> ops_before(threads, 0);
+    std::vector<std::uint64_t> ops_before(threads, 0);  // thread 0's, at the interval's start
     SteadyClock::time_point start = SteadyClock::now();
     SteadyClock::time_point interval_end = start + interval;
     SteadyClock::time_point now = start;
-    while (!stop.load(std::memory_order_relaxed)) {
-      for (std::uint64_t i = 0; i < batch.size(); ++i) op(0u);
+    while (!phase_threads.stopping()) {
+      for (std::uint64_t i = 0; i < batch.size(); ++i) op(thread);
       ops += batch.size();
+      phase_threads.publish(thread, ops);
       const SteadyClock::time_point batch_start = now;
       now = SteadyClock::now();
       batch.adapt(now - batch_start);
-      if (now < interval_end) continue;
+      if (thread != 0 || now < interval_end) continue;
+      // Thread 0 closes the interval; the sink's false stops every thread.
       ThroughputSample sample{now, std::chrono::duration<double>(now - start).count(), 0,
                               std::vector<std::uint64_t>(threads), db.counters()};
-      for (unsigned thread = 0; thread < threads; ++thread) {
-        const std::uint64_t done =
-            thread == 0 ? ops : thread_ops[thread].ops.load(std::memory_order_relaxed);
-        sample.ops_by_thread[thread] = done - ops_before[thread];
-        sample.ops += sample.ops_by_thread[thread];
-        ops_before[thread] = done;
+      for (unsigned t = 0; t < threads; ++t) {
+        const std::uint64_t done = phase_threads.ops(t);
+        sample.ops_by_thread[t] = done - ops_before[t];
+        sample.ops += sample.ops_by_thread[t];
+        ops_before[t] = done;
       }
-      if (!sink(sample)) break;
+      if (!sink(sample)) phase_threads.stop();
       start = now;
       interval_end = now + interval;
     }
-  } catch (...) {
-    note_failure();
-  }
-
-  // 3. Every thread stopped before anything is rethrown or returned.
-  stop.store(true, std::memory_order_relaxed);
-  for (std::thread& thread : others) thread.join();
-  if (failure) std::rethrow_exception(failure);
+  });
 }
 
 }  // namespace tristore

@@ -242,7 +242,7 @@ void TransactionManager::step_undone(TransactionState& txn) {
   if (log_ == nullptr) return;
   const std::uint64_t copy_bytes = undo_copy_bytes(step.size);
   txn.undo_copy_bytes -= copy_bytes;
-  add_live_undo_bytes(-copy_bytes);
+  remove_live_undo(copy_bytes);
   Compensation clr{.undo_next_lsn = txn.undo.empty() ? kNoLsn : txn.undo.back().lsn,
                    .undone_lsn = step.lsn};
   append_chained(txn, LogRecordType::kCompensation, {bytes_of(clr)});
@@ -264,7 +264,7 @@ void TransactionManager::finish(TransactionState& txn) {
   txn.removals.clear();
   locks_.release_all(txn);
   if (txn.undo_copy_bytes != 0) {  // a shared line, not written for nothing
-    add_live_undo_bytes(-txn.undo_copy_bytes);
+    remove_live_undo(txn.undo_copy_bytes);
     txn.undo_copy_bytes = 0;
   }
   txn.finished = true;
@@ -302,15 +302,21 @@ void TransactionManager::set_next_checkpoint(Lsn begin) {
 }
 
 void TransactionManager::make_room(std::uint64_t log_bytes) {
-  // 1. A checkpoint drops everything but the live undo records, which it copies forward. (Or
+  // 1. The live undo exactly (reserve counted the threads' credits too): there may be room.
+  assert(!latch_.changes_inside());
+  const std::uint64_t live = live_undo_.exact_exclusive();
+  if (log_->free_bytes() >= log_bytes + live + kSmallRecordsRoom &&
+      log_->end_lsn() < next_checkpoint_lsn_.load(std::memory_order_relaxed))
+    return;
+  // 2. A checkpoint drops everything but the live undo records, which it copies forward. (Or
   //    the interval has passed: then this is all, if it leaves room.)
   checkpoint();
   const std::uint64_t free = log_->free_bytes();
-  if (free >= log_bytes + live_undo_bytes_ + kSmallRecordsRoom) return;
-  // 2. Still too little: the operation alone is too large for this log (it would not fit
+  if (free >= log_bytes + live + kSmallRecordsRoom) return;
+  // 3. Still too little: the operation alone is too large for this log (it would not fit
   //    even without live undo), or the live undo fills the log (it takes room twice: the
   //    copies in the log, and room for the next checkpoint to copy them again).
-  if (log_bytes + kSmallRecordsRoom > free + live_undo_bytes_)
+  if (log_bytes + kSmallRecordsRoom > free + live)
     fail("log full: an operation may log up to {} bytes, too much for a log of {} bytes", log_bytes,
          log_->capacity());
   std::size_t unfinished = losers_.size();
@@ -319,7 +325,7 @@ void TransactionManager::make_room(std::uint64_t log_bytes) {
       "log full: the undo records of {} unfinished transaction(s) take {} bytes and a "
       "checkpoint must copy them forward, so a log of {} bytes has no room for an operation "
       "of up to {} bytes more; commit or abort sooner, or give the log more room",
-      unfinished, live_undo_bytes_.load(), log_->capacity(), log_bytes);
+      unfinished, live, log_->capacity(), log_bytes);
 }
 
 void TransactionManager::log_undo(TransactionState& txn, UndoTarget& table,
@@ -333,7 +339,7 @@ void TransactionManager::note_undo(TransactionState& txn, UndoTarget& table, Lsn
                                    std::span<const std::byte> undo) {
   if (log_ != nullptr) {
     txn.undo_copy_bytes += undo_copy_bytes(undo.size());
-    add_live_undo_bytes(undo_copy_bytes(undo.size()));
+    add_live_undo(undo_copy_bytes(undo.size()));
   }
   const std::size_t offset = txn.undo_bytes.size();
   txn.undo_bytes.insert(txn.undo_bytes.end(), undo.begin(), undo.end());
@@ -703,7 +709,7 @@ void TransactionManager::collect_loser_undo(TxnId txn, Lsn first, Lsn last) {
         pending_[undo.table_id].push_back(
             {txn, lsn, order, record.prev_lsn,
              std::vector<std::byte>(undo_bytes.begin(), undo_bytes.end())});
-        add_live_undo_bytes(undo_copy_bytes(undo_bytes.size()));
+        add_live_undo(undo_copy_bytes(undo_bytes.size()));
         ++pending;
       }
     }
@@ -732,7 +738,7 @@ void TransactionManager::undo_pending(UndoTarget& table) {
     const PendingUndo& undo = list.back();
     Compensation clr{.undo_next_lsn = undo.prev_lsn, .undone_lsn = undo.lsn};
     append_chained(state, LogRecordType::kCompensation, {bytes_of(clr)});
-    add_live_undo_bytes(-undo_copy_bytes(undo.payload.size()));
+    remove_live_undo(undo_copy_bytes(undo.payload.size()));
     const TxnId txn = undo.txn;
     list.pop_back();
     if (--loser.pending == 0) {

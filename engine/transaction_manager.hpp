@@ -22,6 +22,7 @@
 
 #include "common/spin_latch.hpp"
 #include "engine/durable_store.hpp"
+#include "engine/live_undo_count.hpp"
 #include "engine/lock_manager.hpp"
 #include "engine/log_manager.hpp"
 #include "engine/operation_latch.hpp"
@@ -116,7 +117,7 @@ class TransactionManager {
   // it since the last one.
   void reserve(std::uint64_t log_bytes) {
     if (log_ == nullptr) return;
-    if (log_->free_bytes() >= log_bytes + live_undo_bytes_ + kSmallRecordsRoom &&
+    if (log_->free_bytes() >= log_bytes + live_undo_.at_least() + kSmallRecordsRoom &&
         log_->end_lsn() < next_checkpoint_lsn_.load(std::memory_order_relaxed)) [[likely]]
       return;
     make_room(log_bytes);
@@ -141,7 +142,7 @@ class TransactionManager {
   }
   bool log_room_beside() const {
     return log_->free_bytes() >= latch_.changers_at_most() * beside_change_bound_ +
-                                     split_room_beside_ + live_undo_bytes_ + kSmallRecordsRoom;
+                                     split_room_beside_ + live_undo_.at_least() + kSmallRecordsRoom;
   }
   // An undo step (abort's, or restart's) needs room for one operation on its table's tree:
   // before a change adds live undo, its table's undo step (an operation a level higher,
@@ -163,7 +164,8 @@ class TransactionManager {
   bool undo_room_beside(std::uint64_t undo_step_bytes) {
     if (log_ == nullptr) return true;
     const std::uint64_t largest = note_undo_step(undo_step_bytes);
-    const std::uint64_t live = live_undo_bytes_ + latch_.changers_at_most() * beside_change_bound_;
+    const std::uint64_t live =
+        live_undo_.at_least() + latch_.changers_at_most() * beside_change_bound_;
     return log_->usable_bytes() >= largest + 2 * live + 2 * kSmallRecordsRoom;
   }
   // A leaf split beside changes logs up to `bytes` more than a changer's bound
@@ -212,8 +214,6 @@ class TransactionManager {
   bool in_operation() const { return operating_here == this; }
   void set_in_operation(bool value) { operating_here = value ? this : nullptr; }
 
-  // Log bytes that live undo records (unfinished transactions, losers) would take as copies.
-  std::uint64_t live_undo_bytes() const { return live_undo_bytes_.load(); }
   std::uint64_t checkpoints() const { return checkpoints_; }
 
   // Restart after open: analysis, redo, and the restoration of an interrupted nvm-direct
@@ -225,15 +225,19 @@ class TransactionManager {
   RestartReport& restart_report() { return report_; }
 
  private:
-  // live_undo_bytes_ += bytes (modulo 2^64: a subtraction is the negated count). Threads change
-  // it only while they hold the latch, so its exclusive holder has it to itself and needs no
-  // locked instruction, which a thread alone would otherwise pay at every change.
-  void add_live_undo_bytes(std::uint64_t bytes) {
+  // Live undo added or (removed) taken away: directly by the exclusive holder, which a thread
+  // alone is at every change, through the thread's credit beside others.
+  void add_live_undo(std::uint64_t bytes) {
     if (latch_.exclusive_here())
-      live_undo_bytes_.store(live_undo_bytes_.load(std::memory_order_relaxed) + bytes,
-                             std::memory_order_relaxed);
+      live_undo_.add_exclusive(bytes);
     else
-      live_undo_bytes_.fetch_add(bytes);
+      live_undo_.add_beside(bytes);
+  }
+  void remove_live_undo(std::uint64_t bytes) {
+    if (latch_.exclusive_here())
+      live_undo_.remove_exclusive(bytes);
+    else
+      live_undo_.remove_beside(bytes);
   }
   struct PendingUndo {
     TxnId txn;
@@ -282,9 +286,8 @@ class TransactionManager {
   std::atomic<bool> checkpoint_claimed_{false};
   Lsn beside_begin_ = kNoLsn;
   std::atomic<bool> needs_restart_{false};  // an abort failed (forget)
-  // Changed beside each other by changes (note_undo), apart from them by the exclusive holder
-  // (add_live_undo_bytes).
-  std::atomic<std::uint64_t> live_undo_bytes_{0};
+  // Log bytes that live undo records would take as copies.
+  LiveUndoCount live_undo_;
   std::atomic<std::uint64_t> split_room_beside_{0};  // take_split_room_beside, under way
   std::atomic<std::uint64_t> largest_undo_step_{0};  // note_undo_step: the largest noted
   std::uint64_t checkpoint_interval_ = 0;

@@ -31,17 +31,18 @@ cmake --build "$root/build-poison" -j "$(nproc)" --target "${poison_tests[@]}"
 # engine on writer threads, page table lookups beside its writer, and scans and reads beside
 # transactions that remove, change and abort rows (and scans whose visit drops a transaction),
 # and the operation latch's changers in slots of their own beside readers and the exclusive
-# holder (engine_operation_latch_test) must show no data race.
+# holder (engine_operation_latch_test), and the live undo count's credits beside each other
+# (engine_live_undo_count_test) must show no data race.
 tsan_tests=(engine_log_manager_test engine_threads_test tiers_resident_reads_test
   tiers_resident_writes_test tiers_nvm_direct_writes_test engine_threads_crash_simulator_test
   emulation_nvm_device_test workloads_tpcc_transactions_test tiers_page_loads_test
   ssd_write_behind_queue_test tiers_changer_misses_test common_shared_spin_latch_test
   btree_splits_beside_test btree_removes_beside_test common_thread_slot_test
   engine_split_room_test tiers_building_blocks_test engine_isolation_test
-  engine_operation_latch_test)
+  engine_operation_latch_test engine_live_undo_count_test)
 tsan_filters=('*Concurrent*:*OutOfOrder*' '*' '*Threads*:*LetGo*:*Retired*' '*Threads*' '*Threads*'
   '*' '*Threads*' '*Threads*' '*' '*' '*' '*' '*' '*Threads*' '*' '*Threads*'
-  '*Racing*' '*ScansBeside*:*Intermediate*:*AScan*:*Dropped*' '*')
+  '*Racing*' '*ScansBeside*:*Intermediate*:*AScan*:*Dropped*' '*' '*Threads*')
 cmake -S "$root" -B "$root/build-tsan" -DTRISTORE_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" -DTRISTORE_BUILD_BENCHMARKS=OFF -DTRISTORE_WERROR=ON \
   >/dev/null

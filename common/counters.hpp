@@ -27,6 +27,8 @@ namespace tristore {
   X(reader_appends)        /* misses served by appending lines beside others, changers' too */ \
   X(reader_load_waits)     /* such misses that waited for another's read of the page whole */  \
   X(changer_misses)        /* pages loaded or swizzled for changes beside others */            \
+  X(miss_latch_holds)      /* the miss latch taken beside others: misses, splits beside */     \
+  X(miss_latch_waits)      /* of those, the times it was held by another thread */             \
   X(changes_beside)        /* reads and changes in transactions served beside each other */    \
   X(changes_retried)       /* such operations that needed more, run again exclusively */       \
   X(structure_retried)     /* of those, ones that would split, merge or make a new root */     \

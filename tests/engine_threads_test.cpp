@@ -866,13 +866,28 @@ TEST_P(Threads, ReadersBeyondDramMissSideBySideAndReadEveryRowRight) {
     }
   });
   const Counters during = db->counters() - before;
+  // Then one reader alone: its misses take the miss latch too, and never find it held.
+  on_threads(1, [&](unsigned) {
+    std::mt19937_64 random(seed * 7919 + kReaders);
+    Row row;
+    for (int i = 0; i < reads; ++i) ASSERT_TRUE(rows.get(random() % kKeys, row));
+  });
+  const Counters alone = db->counters() - before - during;
   if (GetParam() != Architecture::kMainMemory && GetParam() != Architecture::kNvmDirect) {
     EXPECT_GT(during.reader_misses, 100u);
     EXPECT_GT(during.dram_evictions, 100u);
+    EXPECT_GE(during.miss_latch_holds, during.reader_misses);
+    EXPECT_LE(during.miss_latch_waits, during.miss_latch_holds);
+    EXPECT_GT(alone.reader_misses, 0u);
+    EXPECT_GE(alone.miss_latch_holds, alone.reader_misses);
+    EXPECT_EQ(alone.miss_latch_waits, 0u) << "a reader alone found the miss latch held";
   }
   if (GetParam() == Architecture::kThreeTier) {
     EXPECT_GT(during.reader_appends, 100u);
   }
+  std::printf("6 readers: miss latch %llu holds, %llu waits\n",
+              static_cast<unsigned long long>(during.miss_latch_holds),
+              static_cast<unsigned long long>(during.miss_latch_waits));
 }
 
 // With NVM latency injected and wear counted, threads charge the device side by side (the

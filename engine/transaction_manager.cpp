@@ -303,7 +303,9 @@ void TransactionManager::set_next_checkpoint(Lsn begin) {
 
 void TransactionManager::make_room(std::uint64_t log_bytes) {
   // 1. The live undo exactly (reserve counted the threads' credits too): there may be room.
-  assert(!latch_.changes_inside());
+  //    (A changer may look inside now, on its way to wait for the exclusive latch: it
+  //    touches no credit before it gets in.)
+  assert(latch_.exclusive_here());
   const std::uint64_t live = live_undo_.exact_exclusive();
   if (log_->free_bytes() >= log_bytes + live + kSmallRecordsRoom &&
       log_->end_lsn() < next_checkpoint_lsn_.load(std::memory_order_relaxed))

@@ -357,8 +357,9 @@ Lsn TransactionManager::append_chained(TransactionState& txn, LogRecordType type
 
 void TransactionManager::on_log_full() {
   // reserve() made room for the whole operation, room_beside() for changes side by side; a
-  // checkpoint now would write back pages whose changes are not logged yet.
-  if (in_operation() || latch_.changes_inside())
+  // checkpoint now would write back pages whose changes are not logged yet. (Under the
+  // exclusive latch no change is inside, though one on its way to wait may look so.)
+  if (in_operation() || (latch_.changes_inside() && !latch_.exclusive_here()))
     fail("log full in the middle of an operation ({} bytes of log): it logged more than its bound",
          log_->capacity());
   checkpoint();

@@ -225,8 +225,8 @@ class TransactionManager {
   RestartReport& restart_report() { return report_; }
 
  private:
-  // Live undo added or (removed) taken away: directly by the exclusive holder, which a thread
-  // alone is at every change, through the thread's credit beside others.
+  // Live undo added, or taken away: by the exclusive holder directly (a thread alone is that
+  // at every change), beside others through the thread's credit.
   void add_live_undo(std::uint64_t bytes) {
     if (latch_.exclusive_here())
       live_undo_.add_exclusive(bytes);

@@ -11,8 +11,8 @@
 // So the shared word is the live undo plus every slot's credit: at least the live undo,
 // which is what the room checks beside changes need (they may only say no too often), and
 // at most 2 * kChunk per slot above it. The exclusive holder, whom nobody changes it beside,
-// adds to the word directly, and takes every credit back (exact()) where the bound would not
-// do: before it checkpoints for room, or reports how much live undo fills the log.
+// adds to the word directly, and takes every credit back (exact_exclusive) where the bound
+// would not do: before it checkpoints for room, or reports how much live undo fills the log.
 //
 // Called with the database's operation latch held (engine/operation_latch.hpp): in changes
 // mode (beside), or exclusive.

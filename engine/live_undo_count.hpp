@@ -31,6 +31,20 @@ class LiveUndoCount {
   // At least the live undo; what room checks beside changes read.
   std::uint64_t at_least() const { return shared_.load(); }
 
+  // By the exclusive holder (nothing is beside it), or beside other changes.
+  void add(std::uint64_t bytes, bool exclusive) {
+    if (exclusive)
+      add_exclusive(bytes);
+    else
+      add_beside(bytes);
+  }
+  void remove(std::uint64_t bytes, bool exclusive) {
+    if (exclusive)
+      remove_exclusive(bytes);
+    else
+      remove_beside(bytes);
+  }
+
   // Exclusive: nothing is beside the caller.
   void add_exclusive(std::uint64_t bytes) { store_shared(at_least() + bytes); }
   void remove_exclusive(std::uint64_t bytes) { store_shared(at_least() - bytes); }

@@ -307,9 +307,7 @@ void TransactionManager::make_room(std::uint64_t log_bytes) {
   //    touches no credit before it gets in.)
   assert(latch_.exclusive_here());
   const std::uint64_t live = live_undo_.exact_exclusive();
-  if (log_->free_bytes() >= log_bytes + live + kSmallRecordsRoom &&
-      log_->end_lsn() < next_checkpoint_lsn_.load(std::memory_order_relaxed))
-    return;
+  if (room_without_checkpoint(log_bytes, live)) return;
   // 2. A checkpoint drops everything but the live undo records, which it copies forward. (Or
   //    the interval has passed: then this is all, if it leaves room.)
   checkpoint();

@@ -117,8 +117,7 @@ class TransactionManager {
   // it since the last one.
   void reserve(std::uint64_t log_bytes) {
     if (log_ == nullptr) return;
-    if (log_->free_bytes() >= log_bytes + live_undo_.at_least() + kSmallRecordsRoom &&
-        log_->end_lsn() < next_checkpoint_lsn_.load(std::memory_order_relaxed)) [[likely]]
+    if (room_without_checkpoint(log_bytes, live_undo_.at_least())) [[likely]]
       return;
     make_room(log_bytes);
   }
@@ -225,20 +224,16 @@ class TransactionManager {
   RestartReport& restart_report() { return report_; }
 
  private:
+  // Whether the log takes log_bytes more beside `live` bytes of live undo (at least the live
+  // undo: reserve's bound, or make_room's exact count) with no checkpoint, nor one due.
+  bool room_without_checkpoint(std::uint64_t log_bytes, std::uint64_t live) const {
+    return log_->free_bytes() >= log_bytes + live + kSmallRecordsRoom &&
+           log_->end_lsn() < next_checkpoint_lsn_.load(std::memory_order_relaxed);
+  }
   // Live undo added, or taken away: by the exclusive holder directly (a thread alone is that
   // at every change), beside others through the thread's credit.
-  void add_live_undo(std::uint64_t bytes) {
-    if (latch_.exclusive_here())
-      live_undo_.add_exclusive(bytes);
-    else
-      live_undo_.add_beside(bytes);
-  }
-  void remove_live_undo(std::uint64_t bytes) {
-    if (latch_.exclusive_here())
-      live_undo_.remove_exclusive(bytes);
-    else
-      live_undo_.remove_beside(bytes);
-  }
+  void add_live_undo(std::uint64_t bytes) { live_undo_.add(bytes, latch_.exclusive_here()); }
+  void remove_live_undo(std::uint64_t bytes) { live_undo_.remove(bytes, latch_.exclusive_here()); }
   struct PendingUndo {
     TxnId txn;
     Lsn lsn;       // the record to name in the compensation (moves with copies)

@@ -885,7 +885,7 @@ TEST_P(Threads, ReadersBeyondDramMissSideBySideAndReadEveryRowRight) {
   if (GetParam() == Architecture::kThreeTier) {
     EXPECT_GT(during.reader_appends, 100u);
   }
-  std::printf("6 readers: miss latch %llu holds, %llu waits\n",
+  std::printf("%u readers: miss latch %llu holds, %llu waits\n", kReaders,
               static_cast<unsigned long long>(during.miss_latch_holds),
               static_cast<unsigned long long>(during.miss_latch_waits));
 }

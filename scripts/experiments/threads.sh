@@ -11,7 +11,8 @@
 #   ycsb-nvm-lat  ycsb-nvm with 500 ns NVM reads injected (the paper's setting): each thread
 #              charges its own misses' latency beside the others
 # No NVM latency injected elsewhere (pass --nvm-read-ns 500 to inject it everywhere; then the
-# last panel is left out). Writes results/threads/*.json and results/plots/threads.png. ~14 min.
+# last panel is left out). Writes results/threads/*.json and results/plots/threads.png, and
+# without arguments copies the figure to docs/figures/threads.png for the README. ~14 min.
 source "$(dirname "$0")/lib.sh"
 threads_list=${THREADS:-"1 2 4"}
 
@@ -51,3 +52,7 @@ for threads in $threads_list; do
   done
 done
 plot scaling_plot.py "$out" threads
+# The README embeds the figure of a run with the default settings (no arguments).
+if [[ $# -eq 0 && -f $root/results/plots/threads.png ]]; then
+  cp "$root/results/plots/threads.png" "$root/docs/figures/threads.png"
+fi

@@ -427,6 +427,7 @@ TEST_P(Isolation, ScansBesideAbortedRemovesAndInsertsSeeOnlyCommittedRows) {
       const std::uint64_t from = random() % (2 * kRows);
       std::uint64_t next = (from + 1) / 2;  // the first row at or after `from`
       const std::uint64_t first = next;
+      const std::size_t due = std::min(kScanRows, kRows - first);
       std::string wrong;
       const auto visit = [&](const std::uint64_t& key, const Account& row) {
         if (wrong.empty() && (key != 2 * next || row.balance != static_cast<std::int64_t>(next)))
@@ -435,15 +436,18 @@ TEST_P(Isolation, ScansBesideAbortedRemovesAndInsertsSeeOnlyCommittedRows) {
         ++next;
         return true;
       };
+      // After a scan that visited `seen` rows, each of them right.
+      const auto check_count = [&](std::size_t seen) {
+        if (wrong.empty() && seen != due)
+          wrong = std::to_string(seen) + " rows where " + std::to_string(due) + " were due";
+      };
       try {
         std::optional<Transaction> txn;
         if (in_transaction) txn.emplace(db->begin());
         const std::size_t seen = txn ? accounts.scan(*txn, from, kScanRows, visit)
                                      : accounts.scan(from, kScanRows, visit);
         if (txn) txn->commit();
-        const std::size_t due = std::min(kScanRows, kRows - first);
-        if (wrong.empty() && seen != due)
-          wrong = std::to_string(seen) + " rows where " + std::to_string(due) + " were due";
+        check_count(seen);
         if (!wrong.empty()) {
           // The range scanned again at once, outside a transaction: right then, the first scan
           // saw a passing view; wrong again, the table itself is.
@@ -454,9 +458,7 @@ TEST_P(Isolation, ScansBesideAbortedRemovesAndInsertsSeeOnlyCommittedRows) {
             wrong.clear();
             next = first;
             try {
-              const std::size_t second = accounts.scan(from, kScanRows, visit);
-              if (wrong.empty() && second != due)
-                wrong = std::to_string(second) + " rows where " + std::to_string(due) + " were due";
+              check_count(accounts.scan(from, kScanRows, visit));
               again = wrong.empty() ? "a second scan at once was right" : "a second scan: " + wrong;
               break;
             } catch (const LockConflict&) {

@@ -534,17 +534,21 @@ class BTreeTable final : public TableInterface<K, V> {
       }
       const OperationLatch::Visiting visiting(transactions_.latch());
       K key = next;
+      V value;
       // The row resumed after may be gone (removed outside the scan's transaction): then the
-      // copy holds one row more than the limit leaves.
-      for (std::size_t e = 0; e < copied && visited < limit; ++e) {
-        V value;
+      // copy's first row is one to visit, and it holds one row more than the limit leaves.
+      std::size_t skipped = 0;
+      if (resumed && copied > 0) {
+        BTree<K, V, Access>::batch_entry(batch, 0, key, value);
+        if (key == next) skipped = 1;
+      }
+      for (std::size_t e = skipped; e < copied && visited < limit; ++e) {
         BTree<K, V, Access>::batch_entry(batch, e, key, value);
-        if (e == 0 && resumed && key == next) continue;
         ++visited;
         if (!visit(static_cast<const K&>(key), static_cast<const V&>(value)) || abandoned(txn))
           return visited;
       }
-      if ((copied == wanted || cut) && copied > (resumed ? 1u : 0u)) {
+      if ((copied == wanted || cut) && copied > skipped) {
         next = key;  // the copy stopped inside the leaf: go on after its last row
         resumed = true;
         continue;

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -330,6 +331,44 @@ TEST_P(Isolation, AScanOutsideTransactionsVisitsNoMoreThanItsLimitWhenItsLastRow
       .join();
 }
 
+// As above, but the copy after row 40 is gone ends at once, after one row: row 60 is held by b.
+// That one row is a row to visit, not the row resumed after, so the scan goes on from it and
+// meets b's lock. Found by the ThreadSanitizer run of ScansBesideAbortedRemoves... on basic-nvm
+// and nvm-direct ("20 rows where 24 were due"): the scan took the one-row copy for the row
+// resumed after and ended there (at the table's end; over several leaves, it went on at the
+// next leaf, skipping the rest of this one). 1000 rows: several leaves.
+TEST_P(Isolation, AScanOutsideTransactionsGoesOnAfterAOneRowCopyWhenItsLastRowGoes) {
+  auto db = open();
+  auto accounts = db->create_table<std::uint64_t, Account>("accounts");
+  for (const std::uint64_t rows : {100, 1000}) {
+    SCOPED_TRACE(std::to_string(rows) + " rows");
+    for (std::uint64_t k = 0; k < rows; ++k) accounts.insert(k * 10, {100, 0});  // new or there
+    Transaction a = db->begin();
+    ASSERT_TRUE(accounts.update(a, 50, {1, 0}));
+    Transaction b;
+    std::thread([&] {  // a thread of its own scans leaf by leaf
+      std::vector<std::uint64_t> keys;
+      const auto visit = [&](const std::uint64_t& key, const Account&) {
+        keys.push_back(key);
+        if (key == 40)
+          std::thread([&] {
+            a.commit();
+            EXPECT_TRUE(accounts.remove(40));
+            b = db->begin();
+            EXPECT_TRUE(accounts.update(b, 60, {2, 0}));
+          }).join();
+        return true;
+      };
+      EXPECT_THROW(accounts.scan(0, 10, visit), LockConflict) << "row 60, b's, is met";
+      EXPECT_EQ(keys, (std::vector<std::uint64_t>{0, 10, 20, 30, 40, 50}));
+    })
+        .join();
+    ASSERT_TRUE(b.active());
+    b.abort();
+    ASSERT_TRUE(accounts.insert(40, {100, 0}));  // for the next round
+  }
+}
+
 // A Transaction handle destroyed inside a scan's visit function. Found by an outside audit: its
 // abort could take no latch there, nor could the fallback, and the process ended in
 // std::terminate. Its abort now waits until the scan has ended: then its change is undone and
@@ -462,6 +501,7 @@ TEST_P(Isolation, ScansBesideAbortedRemovesAndInsertsSeeOnlyCommittedRows) {
               again = wrong.empty() ? "a second scan at once was right" : "a second scan: " + wrong;
               break;
             } catch (const LockConflict&) {
+              std::this_thread::sleep_for(std::chrono::microseconds(100));  // holders go on
             }
           }
           const std::lock_guard latched(failures_latch);

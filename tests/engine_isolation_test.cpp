@@ -426,17 +426,28 @@ TEST_P(Isolation, ATransactionDroppedInsideAVisitIsAbortedOnceTheScanEnds) {
 // never changes, so every scan, outside a transaction or in one, sees exactly the loaded rows
 // from where it starts, or meets a lock (LockConflict) and is tried again. The aborts' undo
 // steps run beside the scans, putting rows back while they are still locked. Two threads abort,
-// two scan (more threads than the machine's two cores); the seed is printed.
-TEST_P(Isolation, ScansBesideAbortedRemovesAndInsertsSeeOnlyCommittedRows) {
+// two scan (more threads than the machine's two cores); the seed is printed. Rows of 16 bytes
+// fit one leaf (where a scan ends at the table's end), rows of 192 bytes take about fifteen
+// (where it goes on at the next leaf's fence, and the last leaf may split).
+struct WideAccount {
+  std::int64_t balance;
+  std::uint64_t padding[23];
+};
+static_assert(sizeof(WideAccount) == 192);
+// At least kScans by each scanning thread, and kAborts by the two aborting threads.
+template <typename Row, int kScans, std::uint64_t kAborts>
+void scans_beside_aborts(Database* db) {
   const std::uint64_t seed = testing_support::test_seed();
   constexpr std::uint64_t kRows = 600;  // keys 0, 2, 4, ...; odd keys are inserted, then aborted
   constexpr std::uint64_t kScanRows = 24;
-  constexpr int kScans = 3000;             // at least, per scanning thread
-  constexpr std::uint64_t kAborts = 3000;  // at least, by the two aborting threads
-  auto db = open();
-  auto accounts = db->create_table<std::uint64_t, Account>("accounts");
+  auto accounts = db->create_table<std::uint64_t, Row>("accounts");
+  const auto row_of = [](std::int64_t balance) {
+    Row row{};
+    row.balance = balance;
+    return row;
+  };
   for (std::uint64_t k = 0; k < kRows; ++k)
-    ASSERT_TRUE(accounts.insert(2 * k, {static_cast<std::int64_t>(k), 0}));
+    ASSERT_TRUE(accounts.insert(2 * k, row_of(static_cast<std::int64_t>(k))));
   std::atomic<bool> stop{false};
   std::atomic<std::uint64_t> aborted{0}, scanned{0}, conflicts{0};
   std::mutex failures_latch;
@@ -451,7 +462,7 @@ TEST_P(Isolation, ScansBesideAbortedRemovesAndInsertsSeeOnlyCommittedRows) {
           if (random() % 2 == 0)
             accounts.remove(txn, 2 * k);
           else
-            accounts.insert(txn, 2 * k + 1, {-1, 0});
+            accounts.insert(txn, 2 * k + 1, row_of(-1));
         }
         txn.abort();
         aborted.fetch_add(1);
@@ -468,7 +479,7 @@ TEST_P(Isolation, ScansBesideAbortedRemovesAndInsertsSeeOnlyCommittedRows) {
       const std::uint64_t first = next;
       const std::size_t due = std::min(kScanRows, kRows - first);
       std::string wrong;
-      const auto visit = [&](const std::uint64_t& key, const Account& row) {
+      const auto visit = [&](const std::uint64_t& key, const Row& row) {
         if (wrong.empty() && (key != 2 * next || row.balance != static_cast<std::int64_t>(next)))
           wrong =
               "key " + std::to_string(key) + " where row " + std::to_string(2 * next) + " was due";
@@ -525,9 +536,10 @@ TEST_P(Isolation, ScansBesideAbortedRemovesAndInsertsSeeOnlyCommittedRows) {
   for (std::thread& thread : aborters) thread.join();
   const Counters counters = db->counters();
   std::printf(
-      "seed %llu: %llu scans, %llu conflicts, %llu transactions aborted; undo steps beside the "
-      "scans %llu, run again exclusively %llu\n",
-      static_cast<unsigned long long>(seed), static_cast<unsigned long long>(scanned.load()),
+      "seed %llu, %zu-byte rows: %llu scans, %llu conflicts, %llu transactions aborted; undo "
+      "steps beside the scans %llu, run again exclusively %llu\n",
+      static_cast<unsigned long long>(seed), sizeof(Row),
+      static_cast<unsigned long long>(scanned.load()),
       static_cast<unsigned long long>(conflicts.load()),
       static_cast<unsigned long long>(aborted.load()),
       static_cast<unsigned long long>(counters.undo_steps_beside),
@@ -543,6 +555,15 @@ TEST_P(Isolation, ScansBesideAbortedRemovesAndInsertsSeeOnlyCommittedRows) {
   EXPECT_GT(scanned.load(), 0u);
   EXPECT_GT(aborted.load(), 0u);
   EXPECT_GT(counters.undo_steps_beside, 0u) << "no abort put a row back beside the scans";
+}
+
+TEST_P(Isolation, ScansBesideAbortedRemovesAndInsertsSeeOnlyCommittedRows) {
+  auto db = open();
+  scans_beside_aborts<Account, 3000, 3000>(db.get());
+}
+TEST_P(Isolation, ScansBesideAbortedRemovesAndInsertsSeeOnlyCommittedRowsAcrossLeaves) {
+  auto db = open();
+  scans_beside_aborts<WideAccount, 1500, 1500>(db.get());
 }
 
 // Point reads outside transactions beside transactions that change a row twice before they

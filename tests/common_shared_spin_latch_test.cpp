@@ -47,6 +47,39 @@ TEST(SharedSpinLatch, TheVersionWrapsWithinItsBitsAndLeavesTheLatchBitsAlone) {
   EXPECT_EQ(word, 0u);
 }
 
+// A waiter for exclusive keeps new shared holders out: readers that come one after another
+// would otherwise keep the count above zero, and the waiter waiting for as long as they go on.
+// The waiter's bit is up before the second reader starts, so the waiter is in before it.
+TEST(SharedSpinLatch, AWaiterForExclusiveKeepsNewSharedHoldersOut) {
+  std::uint64_t word = 0;
+  SharedSpinLatch latch(word);
+  latch.lock_shared();
+  std::atomic<int> entered{0};
+  int writer_entered = 0, reader_entered = 0;
+  std::thread writer([&] {
+    SharedSpinLatch mine(word);
+    mine.lock();
+    writer_entered = ++entered;
+    mine.unlock();
+  });
+  while ((std::atomic_ref<std::uint64_t>(word).load() & SharedSpinLatch::kExclusiveWaiting) == 0)
+    std::this_thread::yield();
+  std::thread reader([&] {
+    SharedSpinLatch mine(word);
+    mine.lock_shared();
+    reader_entered = ++entered;
+    mine.unlock_shared();
+  });
+  for (int i = 0; i < 1000; ++i) std::this_thread::yield();  // time for a reader to slip in
+  EXPECT_EQ(entered.load(), 0) << "the first reader still holds the latch";
+  latch.unlock_shared();
+  writer.join();
+  reader.join();
+  EXPECT_EQ(writer_entered, 1);
+  EXPECT_EQ(reader_entered, 2) << "the second reader came in before the waiting writer";
+  EXPECT_EQ(word, 1u) << "one exclusive hold, no bit left";
+}
+
 // Two writers set a pair of words to the same new value under the exclusive latch; two readers
 // read the pair optimistically and one under the shared latch. A read that validates, or one
 // under the shared latch, never sees the two words differ, and never goes back. Five threads

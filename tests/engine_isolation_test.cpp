@@ -559,11 +559,11 @@ void scans_beside_aborts(Database* db) {
 
 TEST_P(Isolation, ScansBesideAbortedRemovesAndInsertsSeeOnlyCommittedRows) {
   auto db = open();
-  scans_beside_aborts<Account, 3000, 3000>(db.get());
+  scans_beside_aborts<Account, 10000, 10000>(db.get());
 }
 TEST_P(Isolation, ScansBesideAbortedRemovesAndInsertsSeeOnlyCommittedRowsAcrossLeaves) {
   auto db = open();
-  scans_beside_aborts<WideAccount, 1500, 1500>(db.get());
+  scans_beside_aborts<WideAccount, 5000, 5000>(db.get());
 }
 
 // Point reads outside transactions beside transactions that change a row twice before they

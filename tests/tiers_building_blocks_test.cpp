@@ -86,6 +86,37 @@ TEST(TiersFrames, OnlyAFullFrameWithEveryLineResidentIsReadWhole) {
   EXPECT_EQ(data_if_whole(&mini->header), nullptr);
 }
 
+// The frame latch's waiter for exclusive keeps new shared holders out (as SharedSpinLatch's):
+// its bit is up before the second reader starts, so the waiter is in before it.
+TEST(TiersFrames, AWaiterForTheExclusiveLatchKeepsNewSharedHoldersOut) {
+  auto full = std::make_unique<FullFrame>();
+  FrameHeader& frame = full->header;
+  frame.latch_shared();
+  std::atomic<int> entered{0};
+  int writer_entered = 0, reader_entered = 0;
+  std::thread writer([&] {
+    frame.latch_exclusive();
+    writer_entered = ++entered;
+    frame.bump_version();
+    frame.unlatch_exclusive();
+  });
+  while ((frame.version.load() & FrameHeader::kLatchExclusiveWaiting) == 0)
+    std::this_thread::yield();
+  std::thread reader([&] {
+    frame.latch_shared();
+    reader_entered = ++entered;
+    frame.unlatch_shared();
+  });
+  for (int i = 0; i < 1000; ++i) std::this_thread::yield();  // time for a reader to slip in
+  EXPECT_EQ(entered.load(), 0) << "the first reader still holds the latch";
+  frame.unlatch_shared();
+  writer.join();
+  reader.join();
+  EXPECT_EQ(writer_entered, 1);
+  EXPECT_EQ(reader_entered, 2) << "the second reader came in before the waiting writer";
+  EXPECT_EQ(frame.version.load(), 1u) << "one change, no latch bit left";
+}
+
 TEST(TiersPageIdMap, MatchesUnorderedMapUnderRandomInsertEraseUpToItsBound) {
   const std::uint64_t seed = test_seed();
   std::mt19937_64 random(seed);

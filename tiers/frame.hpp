@@ -97,14 +97,21 @@ struct FrameHeader {
   void unlatch_appends() { version.fetch_and(~kAppendLatch, std::memory_order_release); }
 
   // The frame latch: taken with a compare-and-swap only from a word without the exclusive
-  // bit, so the exclusive holder's bump_version (a plain store) loses nothing.
+  // bit, so the exclusive holder's bump_version (a plain store) loses nothing. A waiter for
+  // exclusive raises bit 61, and no new shared holder comes in while it is up (as
+  // common/shared_spin_latch.hpp's waiter): scans copying a hot leaf one after another would
+  // otherwise keep the change waiting for as long as they go on.
   static constexpr std::uint64_t kLatchShared = std::uint64_t{1} << 56;
-  static constexpr std::uint64_t kLatchSharedMask = std::uint64_t{63} << 56;
+  static constexpr std::uint64_t kLatchSharedCount = std::uint64_t{31} << 56;
+  static constexpr std::uint64_t kLatchExclusiveWaiting = std::uint64_t{1} << 61;
+  static constexpr std::uint64_t kLatchSharedMask = kLatchSharedCount | kLatchExclusiveWaiting;
   static constexpr std::uint64_t kLatchExclusive = std::uint64_t{1} << 62;
   void latch_shared() {
     for (unsigned spins = 0;; spin_back_off(spins++)) {
       std::uint64_t word = version.load(std::memory_order_relaxed);
-      if ((word & kLatchExclusive) != 0 || (word & kLatchSharedMask) == kLatchSharedMask) continue;
+      if ((word & (kLatchExclusive | kLatchExclusiveWaiting)) != 0 ||
+          (word & kLatchSharedCount) == kLatchSharedCount)
+        continue;
       if (version.compare_exchange_weak(word, word + kLatchShared, std::memory_order_acquire,
                                         std::memory_order_relaxed))
         return;
@@ -112,24 +119,23 @@ struct FrameHeader {
   }
   void unlatch_shared() { version.fetch_sub(kLatchShared, std::memory_order_release); }
   void latch_exclusive() {
-    for (unsigned spins = 0;; spin_back_off(spins++)) {
+    for (unsigned spins = 0; !try_latch_exclusive(); spin_back_off(spins++)) {
       std::uint64_t word = version.load(std::memory_order_relaxed);
-      if ((word & (kLatchExclusive | kLatchSharedMask)) != 0) continue;
-      if (version.compare_exchange_weak(word, word | kLatchExclusive, std::memory_order_acquire,
-                                        std::memory_order_relaxed)) {
-        // The holder's writes stay after the bit (optimistic readers see the bit or miss them).
-        optimistic_read_fence(std::memory_order_release);
-        return;
-      }
+      if ((word & (kLatchExclusive | kLatchExclusiveWaiting)) == 0 &&
+          (word & kLatchSharedCount) != 0)
+        version.compare_exchange_weak(word, word | kLatchExclusiveWaiting,
+                                      std::memory_order_relaxed, std::memory_order_relaxed);
     }
   }
-  // Once, without waiting: for a thread that may hold another frame's latch.
+  // Once, without waiting: for a thread that may hold another frame's latch. It takes the
+  // waiter bit down (another waiter raises it again).
   bool try_latch_exclusive() {
     std::uint64_t word = version.load(std::memory_order_relaxed);
-    if ((word & (kLatchExclusive | kLatchSharedMask)) != 0 ||
-        !version.compare_exchange_strong(word, word | kLatchExclusive, std::memory_order_acquire,
-                                         std::memory_order_relaxed))
+    if ((word & (kLatchExclusive | kLatchSharedCount)) != 0 ||
+        !version.compare_exchange_strong(word, (word & ~kLatchExclusiveWaiting) | kLatchExclusive,
+                                         std::memory_order_acquire, std::memory_order_relaxed))
       return false;
+    // The holder's writes stay after the bit (optimistic readers see the bit or miss them).
     optimistic_read_fence(std::memory_order_release);
     return true;
   }

@@ -12,6 +12,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <pthread.h>
+
 namespace tristore {
 
 inline constexpr std::size_t kThreadSlots = 64;
@@ -25,15 +27,27 @@ inline std::atomic<std::size_t> shared_slots_given{0};
 inline constexpr std::size_t kNoSlotYet = ~std::size_t{0};
 // constinit: no guard for a dynamic initialisation on every call, only a load and a test.
 inline constinit thread_local std::size_t this_threads_slot = kNoSlotYet;
-// Gives the slot back when the thread ends (registered at the thread's first call).
-struct ThreadSlotReturn {
-  std::size_t slot = kNoSlotYet;
-  ~ThreadSlotReturn() {
-    if (slot != kNoSlotYet)
-      free_thread_slots.fetch_or(std::uint64_t{1} << slot, std::memory_order_seq_cst);
-  }
+// The slot goes back when the thread ends, in a POSIX thread-specific data destructor: those
+// run after every C++ thread_local destructor of the thread, so a thread_local that uses the
+// engine as it goes (a transaction it aborts) still finds its slot its own. A destructor of
+// thread-specific data that calls thread_slot() later takes a slot again, and that goes back
+// in the next round of destructors.
+inline void give_back_this_threads_slot(void* slot_plus_one) {
+  const auto slot = reinterpret_cast<std::uintptr_t>(slot_plus_one) - 1;
+  this_threads_slot = kNoSlotYet;
+  free_thread_slots.fetch_or(std::uint64_t{1} << slot, std::memory_order_seq_cst);
+}
+// The key, made once; none where the process has used up its keys: then slots are kept for
+// good, which only brings the overflow below nearer.
+struct ThreadSlotReturnKey {
+  pthread_key_t key{};
+  bool made = pthread_key_create(&key, give_back_this_threads_slot) == 0;
 };
-inline thread_local ThreadSlotReturn thread_slot_return;
+inline void give_back_at_thread_end(std::size_t slot) {
+  static const ThreadSlotReturnKey return_key;
+  if (return_key.made)
+    pthread_setspecific(return_key.key, reinterpret_cast<void*>(std::uintptr_t{slot} + 1));
+}
 [[gnu::noinline]] inline std::size_t give_this_thread_a_slot() {
   std::uint64_t free = free_thread_slots.load(std::memory_order_seq_cst);
   while (free != 0) {
@@ -41,7 +55,7 @@ inline thread_local ThreadSlotReturn thread_slot_return;
     if (!free_thread_slots.compare_exchange_weak(free, free & ~(std::uint64_t{1} << slot),
                                                  std::memory_order_seq_cst))
       continue;
-    thread_slot_return.slot = slot;
+    give_back_at_thread_end(slot);
     for (std::size_t given = thread_slots_given.load(std::memory_order_seq_cst);
          given <= slot &&
          !thread_slots_given.compare_exchange_weak(given, slot + 1, std::memory_order_seq_cst);) {

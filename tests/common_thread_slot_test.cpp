@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include <pthread.h>
+
 #include "common/thread_slot.hpp"
 
 namespace tristore {
@@ -18,6 +20,50 @@ std::size_t slot_of_a_new_thread() {
   std::size_t slot = 0;
   std::thread([&] { slot = thread_slot(); }).join();
   return slot;
+}
+
+bool slot_is_free(std::size_t slot) { return (detail::free_thread_slots.load() >> slot & 1) != 0; }
+
+// What a thread's last destructors saw of its slot.
+struct SeenAtThreadEnd {
+  std::size_t slot = kThreadSlots;
+  bool free = true;
+};
+SeenAtThreadEnd seen_by_thread_local, seen_by_key;
+
+// A thread_local whose destructor uses the engine (as one holding a transaction it aborts),
+// made before the thread's first thread_slot(): so it is destroyed after whatever that call
+// registered with the C++ runtime.
+struct UsesItsSlotAtThreadEnd {
+  ~UsesItsSlotAtThreadEnd() {
+    seen_by_thread_local.slot = thread_slot();
+    seen_by_thread_local.free = slot_is_free(seen_by_thread_local.slot);
+  }
+};
+void use_slot_in_key_destructor(void*) {
+  seen_by_key.slot = thread_slot();
+  seen_by_key.free = slot_is_free(seen_by_key.slot);
+}
+
+// Runs first (the test below counts slots from the start of the process).
+TEST(CommonThreadSlot, ThreadEndDestructorsStillOwnTheirSlotsWhichGoBackAfterThem) {
+  ASSERT_EQ(thread_slot(), 0u) << "the main thread, the first here";
+  pthread_key_t key{};
+  ASSERT_EQ(pthread_key_create(&key, use_slot_in_key_destructor), 0);
+  std::size_t had = kThreadSlots;
+  std::thread([&] {
+    thread_local UsesItsSlotAtThreadEnd made_first;  // made here, not at the thread's start
+    had = thread_slot();
+    pthread_setspecific(key, &had);
+  }).join();
+  EXPECT_EQ(had, 1u);
+  EXPECT_EQ(seen_by_thread_local.slot, had) << "a thread_local's destructor keeps the slot";
+  EXPECT_FALSE(seen_by_thread_local.free) << "the slot was given back before the thread ended";
+  EXPECT_LT(seen_by_key.slot, kThreadSlots);
+  EXPECT_FALSE(seen_by_key.free) << "a slot used by a key's destructor must be taken";
+  EXPECT_TRUE(slot_is_free(had) && slot_is_free(seen_by_key.slot)) << "both go back at the end";
+  EXPECT_EQ(slot_of_a_new_thread(), had) << "the lowest free slot again";
+  pthread_key_delete(key);
 }
 
 // One test, in order: the overflow at its end is for the rest of the process.

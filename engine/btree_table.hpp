@@ -591,7 +591,8 @@ class BTreeTable final : public TableInterface<K, V> {
       }
     }
     const OperationLatch::Exclusive latched(transactions_.latch());
-    lock_row(txn, key, LockMode::kExclusive);
+    [[maybe_unused]] const bool row_free = lock_row(txn, key, LockMode::kExclusive);
+    assert(row_free && "no brief lock outlives changes mode");
     if constexpr (kLogged) {
       // Room for this change and for the largest undo step of any table: its undo may come
       // after another transaction's on a deeper tree.
@@ -664,9 +665,18 @@ class BTreeTable final : public TableInterface<K, V> {
         transactions_.end_brief(single);  // a transaction holds the row: nothing changed
         throw;
       } catch (...) {
-        transactions_.list(single);
+        // Its undo waits for the exclusive latch, which waits for everyone inside: nobody
+        // inside may wait for its lock meanwhile (readers and changes outside transactions
+        // wait for a brief one).
+        transactions_.locks().end_brevity(single);
         failed = &single;
         failure = std::current_exception();
+        try {
+          transactions_.list(single);
+        } catch (...) {
+          transactions_.forget(single);  // no abort without the list: restart undoes it
+          throw;
+        }
       }
       if (failed == nullptr) {
         if (!changed) {

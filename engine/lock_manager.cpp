@@ -88,6 +88,15 @@ void LockManager::lock_brief(TransactionState& txn, std::uint32_t table_id, Lock
   }
 }
 
+void LockManager::end_brevity(TransactionState& txn) {
+  for (const LockName name : txn.locks) {
+    Partition& partition = partition_of(name);
+    const PartitionLatched latched(*this, partition);
+    if (Lock* lock = partition.find(name); lock != nullptr && lock->exclusive == txn.id)
+      lock->brief = false;
+  }
+}
+
 LockManager::Lock& LockManager::insert_held(Partition& partition, TransactionState& txn,
                                             LockName name) {
   Lock& lock = partition.insert(name);

@@ -76,6 +76,10 @@ class LockManager {
   // single-operation state) until it ends: waits while another such change holds the row;
   // LockConflict if a transaction holds it.
   void lock_brief(TransactionState& txn, std::uint32_t table_id, LockName name);
+  // For a brief holder that must wait after all (its change failed midway, and its undo waits
+  // for the exclusive latch): its locks stop being brief, so that whoever meets them gets a
+  // LockConflict, as from a transaction's, rather than waiting inside the latch for it.
+  void end_brevity(TransactionState& txn);
   // Until no brief lock holds name (a transaction's lock then is check_free's to report).
   // Holding the database latch in any mode, or none (then it looks in changes mode).
   void wait_while_brief(LockName name) const;

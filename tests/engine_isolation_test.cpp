@@ -10,15 +10,21 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <compare>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "engine/database.hpp"
@@ -72,6 +78,25 @@ TEST(LockManager, ConflictNamesTheHolderAndLeavesTheLoserAsItWas) {
     EXPECT_NE(std::string(e.what()).find("table 3"), std::string::npos) << e.what();
   }
   EXPECT_TRUE(b.locks.empty());
+}
+
+// A brief lock (a change outside transactions beside others) is waited for by operations
+// outside transactions, never by transactions; once its change fails midway it stops being
+// brief: from then on everyone meets it as a transaction's lock.
+TEST(LockManager, ABriefLockIsWaitedForUntilItsBrevityEnds) {
+  LockManager locks;
+  TransactionState brief = state(21), other = state(22), txn = state(23);
+  const LockName row = lock_name(5, std::as_bytes(std::span("r", 1)));
+  locks.lock_brief(brief, 5, row);
+  EXPECT_FALSE(locks.check_free(5, row, LockMode::kShared)) << "wait for it";
+  EXPECT_THROW(locks.lock(txn, 5, row, LockMode::kShared), LockConflict);
+  locks.end_brevity(brief);
+  EXPECT_THROW(locks.check_free(5, row, LockMode::kShared), LockConflict);
+  EXPECT_THROW(locks.lock_brief(other, 5, row), LockConflict) << "no wait for a failed change";
+  locks.wait_while_brief(row);  // returns at once
+  locks.release_all(brief);
+  EXPECT_TRUE(locks.check_free(5, row, LockMode::kExclusive));
+  EXPECT_EQ(locks.locked_rows(), 0u);
 }
 
 // Many transactions locking and releasing random rows of a small name space, checked against
@@ -625,6 +650,98 @@ TEST_P(Isolation, PointReadsOutsideTransactionsNeverSeeAnIntermediateValue) {
   EXPECT_EQ(intermediate.load(), 0u)
       << "reads returned a value never committed (TRISTORE_SEED=" << seed << ")";
   EXPECT_GT(reads.load(), 0u);
+}
+
+// A key whose comparison, on a thread that armed it, runs the armed function once (which may
+// throw): an operation that fails midway, after it took its row lock, as an I/O error or a
+// full log would make it fail, but at a moment a test can choose.
+thread_local const std::function<void()>* trip_on_next_comparison = nullptr;
+struct TrippingKey {
+  std::uint64_t value;
+  friend bool operator==(const TrippingKey& a, const TrippingKey& b) { return a.value == b.value; }
+  friend std::strong_ordering operator<=>(const TrippingKey& a, const TrippingKey& b) {
+    if (const std::function<void()>* trip = std::exchange(trip_on_next_comparison, nullptr))
+      (*trip)();
+    return a.value <=> b.value;
+  }
+};
+
+// A change outside transactions beside others holds a brief lock on its row, which reads
+// outside transactions wait for inside the database latch. When the change fails midway, its
+// undo waits for the exclusive latch, which waits for everyone inside to leave: a reader waiting
+// for the row then waited forever, and every thread after it (found by an outside review). Now
+// the lock stops being brief first: the reader gets a LockConflict and leaves, the change is
+// undone, and its caller gets its error. A deadlock ends the test process after 60 s.
+TEST_P(Isolation, AChangeOutsideTransactionsThatFailsMidwayLetsThoseWaitingForItsRowGo) {
+  auto db = open();
+  auto rows = db->create_table<TrippingKey, Account>("rows");
+  // Rows for several leaves: the change trips at the root, an inner node, holding no latch.
+  for (std::uint64_t k = 0; k < 3000; ++k) ASSERT_TRUE(rows.insert({k}, {100, 0}));
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> reads_begun{0}, conflicts{0}, wrong_reads{0};
+  std::thread reader([&] {
+    while (!stop.load()) {
+      reads_begun.fetch_add(1);
+      try {
+        Account seen{};
+        if (!rows.get({3}, seen) || seen.balance != 100) wrong_reads.fetch_add(1);
+      } catch (const LockConflict&) {
+        conflicts.fetch_add(1);
+      }
+    }
+  });
+  // Changes of other rows all along: a read outside transactions then holds the latch for
+  // changes, beside them, as a waiter for a brief lock does (OperationLatch::changes_lately).
+  std::thread writer([&] {
+    for (std::uint64_t n = 0; !stop.load(); ++n) rows.update({2000 + n % 500}, {100, 0});
+  });
+  while (reads_begun.load() < 100) std::this_thread::yield();
+  // Up to 5 tries for one where the reader was waiting for the row when the change failed:
+  // the change holds the row until the reader begins a read (or for 200 ms), then 20 ms more.
+  for (int attempt = 0; attempt < 5 && conflicts.load() == 0; ++attempt) {
+    std::atomic<bool> done{false};
+    std::string error;
+    std::thread changer([&] {
+      const std::function<void()> fail_midway = [&] {
+        // A read begun now meets the lock (one begun before may be waiting for it already).
+        const std::uint64_t begun = reads_begun.load();
+        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+        while (reads_begun.load() == begun && std::chrono::steady_clock::now() < until)
+          std::this_thread::yield();
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        throw std::runtime_error("a comparison failed midway");
+      };
+      trip_on_next_comparison = &fail_midway;
+      try {
+        rows.update({3}, {-1, 0});
+        error = "no error";
+      } catch (const std::runtime_error& e) {
+        error = e.what();
+      }
+      done.store(true);
+    });
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!done.load() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (!done.load()) {
+      std::fprintf(stderr, "%s: the failed change and the reader of its row wait for each other\n",
+                   std::string(architecture_name(GetParam())).c_str());
+      std::_Exit(3);
+    }
+    changer.join();
+    EXPECT_EQ(error, "a comparison failed midway") << "attempt " << attempt;
+  }
+  stop.store(true);
+  reader.join();
+  writer.join();
+  EXPECT_GE(conflicts.load(), 1u) << "the reader never met the failed change's lock";
+  EXPECT_EQ(wrong_reads.load(), 0u);
+  Account seen{};
+  ASSERT_TRUE(rows.get({3}, seen));
+  EXPECT_EQ(seen.balance, 100) << "the failed change is undone";
+  EXPECT_TRUE(rows.update({3}, {7, 0})) << "and its lock let go";
+  ASSERT_TRUE(rows.get({3}, seen));
+  EXPECT_EQ(seen.balance, 7);
 }
 
 // Several open transactions, interleaved at random on one thread, move money between accounts;

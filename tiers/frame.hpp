@@ -42,7 +42,8 @@ struct FrameHeader {
   // or leaves the frame; bit 63 the append latch: one thread at a time adds lines to the frame
   // while readers share the database latch (tiers/reader_misses.cpp); bits 56..62 the frame
   // latch of changes side by side (tiers/resident_writes.hpp): bit 62 one thread changing the
-  // page, bits 56..61 the threads reading it under the latch. Readers beside changes read a
+  // page, bit 61 a thread waiting to (no new shared holder then), bits 56..60 the threads
+  // reading it under the latch. Readers beside changes read a
   // leaf optimistically instead: they take the word without bit 62 and validate against it.
   std::atomic<std::uint64_t> version{0};
   PageId page_id = kInvalidPageId;

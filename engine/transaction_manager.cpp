@@ -645,6 +645,21 @@ void TransactionManager::analyse_and_redo(RestartReport& report) {
     store_->restore_before_image(e, record.payload.subspan(sizeof(e), e.length));
     ++report.before_images_restored;
   }
+  // Each transaction whose before-images went back logs a record after them (empty), made
+  // durable, so that they are no longer its last: a later restart does not put them back
+  // again over what ran since (a loser whose undo waits for its table logs nothing till then).
+  Lsn marked = kNoLsn;
+  for (auto& [txn, info] : txns) {
+    if (info.interrupted.empty()) continue;
+    TransactionState state;
+    state.reset(txn);
+    state.first_lsn = info.first;
+    state.last_lsn = info.last;
+    marked = append_chained(state, LogRecordType::kRedoOperation, {});
+    info.last = marked;
+    info.interrupted.clear();
+  }
+  if (marked != kNoLsn) log_->persist_up_to(log_->end_lsn());
   // 3. Pages claimed by operations that never became durable, or freed by durable ones
   //    that the crash cut short: the log's last word on each decides.
   LoggedAllocations allocations;

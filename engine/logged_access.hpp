@@ -279,13 +279,28 @@ class OperationLog {
     for (InnerGuard& guard : to_free_) inner_->free_page(std::move(guard));
     reset();
   }
-  // An operation that failed: nothing is logged. If its leaf change may have been made, the
-  // transaction keeps its undo (not logged yet: a checkpoint copies it), so its abort puts
-  // the entry back; apply_undo works whether or not the change was made.
-  // nvm-direct: an operation that logged before-images ends with an empty record of its
-  // transaction, so that restart leaves its pages as the run does (a crash right after may lose
-  // that record: restart then puts the before-images back, which is as good).
+  // An operation that failed midway (an I/O error in a page it needed next). What it wrote
+  // stays in its pages, which may be written back: so it is logged as end() logs it, its undo
+  // with it, and the log holds what the pages hold (each step between two page reads leaves
+  // the tree whole: a split done, a leaf entry changed, before the next fix). The
+  // transaction's abort then puts the entry back, logged. Without that record, restart
+  // neither redid nor undid it: a page written back kept a change no undo could reach, and a
+  // later change of the page, logged by slot, was redone onto the page without it.
+  // An operation that wrote nothing logs nothing; should logging fail too, the undo is kept
+  // (not logged: a checkpoint copies it), so the abort puts the entry back (apply_undo works
+  // whether or not the change was made).
+  // nvm-direct: an operation that logged before-images ends with a record of its transaction,
+  // so that restart leaves its pages as the run does (a crash right after may lose that
+  // record: restart then puts the before-images back, which is as good).
   void abandon() {
+    if (txn_ != nullptr && (!touched_.empty() || !new_pages_.empty() || !freed_.empty())) {
+      try {
+        end();
+        return;
+      } catch (...) {
+        // Already failing: the caller reports the first error.
+      }
+    }
     if (undo_captured_) transactions_->note_undo(*undo_txn_, *undo_table_, kNoLsn, undo_);
     if (TransactionState* txn = std::exchange(txn_, nullptr); txn != nullptr) {
       transactions_->set_in_operation(false);

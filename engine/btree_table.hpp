@@ -429,9 +429,13 @@ class BTreeTable final : public TableInterface<K, V> {
     if (txn == nullptr) {
       if constexpr (!kBufferManaged) {
         // main-memory's reads change nothing shared, nvm-direct's nothing but the device's
-        // per-thread counts and its simulated LLC (emulation/nvm_device.hpp).
-        const OperationLatch::Shared latched(transactions_.latch());
-        return body(read_tree_);
+        // per-thread counts and its simulated LLC (emulation/nvm_device.hpp). But a scan in
+        // place (a thread alone, not restartable) holds the latch exclusive, as on the buffer
+        // manager: its visit function may read in a transaction, which runs exclusively.
+        if (restartable) {
+          const OperationLatch::Shared latched(transactions_.latch());
+          return body(read_tree_);
+        }
       } else if (restartable) {
         try {
           const OperationLatch::Shared latched(transactions_.latch());

@@ -93,13 +93,16 @@ class ReaderSlots {
   // True once every reader inside at `picture` has left. A slot that several threads share
   // (more than kThreadSlots threads) proves it only by being empty.
   bool left_since(const Snapshot& picture) const {
-    const bool shared = thread_slots_shared();
     for (std::size_t i = 0; i < picture.slots; ++i) {
       const std::uint64_t then = picture.words[i];
       if ((then & kCountMask) == 0) continue;
       const std::uint64_t now = slots_[i].word.load(std::memory_order_acquire);
       if ((now & kCountMask) == 0) continue;
-      if (shared || (now >> kExitShift) == (then >> kExitShift)) return false;
+      if ((now >> kExitShift) == (then >> kExitShift)) return false;
+      // Exits moved: proof only while nobody shares the slot. Asked after the word is read: a
+      // thread that came to share it raised the flag before it entered, and the word read
+      // shows its entering or leaving, so the flag is seen (asked first, it could be missed).
+      if (thread_slots_shared()) return false;
     }
     return true;
   }

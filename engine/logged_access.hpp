@@ -286,14 +286,15 @@ class OperationLog {
   // transaction's abort then puts the entry back, logged. Without that record, restart
   // neither redid nor undid it: a page written back kept a change no undo could reach, and a
   // later change of the page, logged by slot, was redone onto the page without it.
-  // An operation that wrote nothing logs nothing; should logging fail too, the undo is kept
+  // An operation that wrote nothing logs nothing (a page it allocated and wrote nothing to
+  // is in no tree: restart gives it back); should logging fail too, the undo is kept
   // (not logged: a checkpoint copies it), so the abort puts the entry back (apply_undo works
   // whether or not the change was made).
   // nvm-direct: an operation that logged before-images ends with a record of its transaction,
   // so that restart leaves its pages as the run does (a crash right after may lose that
   // record: restart then puts the before-images back, which is as good).
   void abandon() {
-    if (txn_ != nullptr && (!touched_.empty() || !new_pages_.empty() || !freed_.empty())) {
+    if (txn_ != nullptr && (!ranges_.empty() || !leaf_changes_.empty() || !freed_.empty())) {
       try {
         end();
         return;

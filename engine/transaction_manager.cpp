@@ -580,6 +580,8 @@ void TransactionManager::analyse_and_redo(RestartReport& report) {
         if (record.payload.size() < sizeof(e))
           fail("log: corrupt before-image at LSN {}", record.lsn);
         std::memcpy(&e, record.payload.data(), sizeof(e));
+        if (record.payload.size() - sizeof(e) < e.length)
+          fail("log: corrupt before-image at LSN {}", record.lsn);
         store_->trust_page(e.page_id);
       }
       if (record.type == LogRecordType::kRedoOperation ||
@@ -645,21 +647,6 @@ void TransactionManager::analyse_and_redo(RestartReport& report) {
     store_->restore_before_image(e, record.payload.subspan(sizeof(e), e.length));
     ++report.before_images_restored;
   }
-  // Each transaction whose before-images went back logs a record after them (empty), made
-  // durable, so that they are no longer its last: a later restart does not put them back
-  // again over what ran since (a loser whose undo waits for its table logs nothing till then).
-  Lsn marked = kNoLsn;
-  for (auto& [txn, info] : txns) {
-    if (info.interrupted.empty()) continue;
-    TransactionState state;
-    state.reset(txn);
-    state.first_lsn = info.first;
-    state.last_lsn = info.last;
-    marked = append_chained(state, LogRecordType::kRedoOperation, {});
-    info.last = marked;
-    info.interrupted.clear();
-  }
-  if (marked != kNoLsn) log_->persist_up_to(log_->end_lsn());
   // 3. Pages claimed by operations that never became durable, or freed by durable ones
   //    that the crash cut short: the log's last word on each decides.
   LoggedAllocations allocations;
@@ -681,6 +668,28 @@ void TransactionManager::analyse_and_redo(RestartReport& report) {
     std::sort(list.begin(), list.end(),
               [](const PendingUndo& a, const PendingUndo& b) { return a.order < b.order; });
   }
+  // 5. Only now that every loser is known may restart append: a full log checkpoints, and a
+  //    checkpoint keeps the log only for the losers it knows. A loser with nothing left to
+  //    undo ends with its abort record. Each other transaction whose before-images went back
+  //    logs an empty record after them (chained), made durable, so that a later restart does
+  //    not put them back again over what ran since (its undo may wait for its table).
+  Lsn marked = kNoLsn;
+  for (auto& [txn, info] : txns) {
+    if (info.ended) continue;
+    const bool interrupted = !info.interrupted.empty();
+    if (auto loser = losers_.find(txn); loser != losers_.end()) {
+      if (interrupted)
+        marked = append_chained(*loser->second.state, LogRecordType::kRedoOperation, {});
+      continue;
+    }
+    TransactionState state;
+    state.reset(txn);
+    state.first_lsn = info.first;
+    state.last_lsn = info.last;
+    const Lsn abort = append_chained(state, LogRecordType::kAbort, {});
+    if (interrupted) marked = abort;
+  }
+  if (marked != kNoLsn) log_->persist_up_to(log_->end_lsn());
   report.undo_seconds = seconds_since(start);
 }
 
@@ -732,12 +741,8 @@ void TransactionManager::collect_loser_undo(TxnId txn, Lsn first, Lsn last) {
     if (lsn == first) break;
     lsn = record.prev_lsn;
   }
-  // 2. Nothing left to undo: the abort record ends it now.
-  if (pending == 0) {
-    append_chained(*state, LogRecordType::kAbort, {});
-    return;
-  }
-  losers_[txn] = Loser{std::move(state), pending};
+  // 2. Nothing left to undo: analyse_and_redo logs its abort record, once every loser is known.
+  if (pending != 0) losers_[txn] = Loser{std::move(state), pending};
 }
 
 void TransactionManager::undo_pending(UndoTarget& table) {

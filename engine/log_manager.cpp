@@ -187,15 +187,20 @@ std::unique_ptr<LogManager> LogManager::open(NvmDevice& device, std::span<std::b
   //    before appending after them; the header write's fence covers them. A new epoch keeps
   //    stale records beyond the end from ever joining the log. Without a trusted header the
   //    crashed run's epoch is unknown: then the stale records beyond the end are erased.
+  //    Otherwise only the header of the torn record at the end: the epoch rule rejects a stale
+  //    record after one of a newer epoch, but the next run's first record goes exactly there,
+  //    and a crash that kept only that record's LSN word (the very word the torn one missed)
+  //    would make the torn one whole again, its epoch the one before it.
   std::lock_guard lock(log->mutex_);
   log->reserved_ = log->completed_ = log->persisted_ = end;
   log->area_.flush(header->start_lsn, end - header->start_lsn);
-  if (from_older) {
-    const std::uint64_t erased = header->start_lsn + capacity - end;
-    log->area_.erase(end, erased);
+  const std::uint64_t after_end = header->start_lsn + capacity - end;
+  const std::uint64_t erased =
+      from_older ? after_end : std::min<std::uint64_t>(sizeof(LogRecordHeader), after_end);
+  log->area_.erase(end, erased);
+  if (erased != 0)
     device.log_counters().header_lines_written.fetch_add(log->area_.lines(end, erased),
                                                          std::memory_order_relaxed);
-  }
   log->epoch_ = std::max(header->epoch, cursor.last_epoch()) + 1;
   if (log->epoch_ > kMaxLogEpoch) fail("log corrupt: epoch {}", log->epoch_);
   log->recovered_from_older_header_ = from_older;

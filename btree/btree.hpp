@@ -778,12 +778,15 @@ class BTree {
   // of moving half a leaf at every split (pages filled full, and far less logged).
   Guard split_child(Guard& parent, std::uint32_t parent_count, std::uint32_t i, Guard& child,
                     const K& key) {
-    // 1. Allocate first: if that fails, nothing has changed.
+    // 1. The child whole and checked, then the sibling allocated: if any of them fails, nothing
+    //    has changed. (A sibling allocated before a failure would be in no tree, for good once
+    //    a checkpoint wrote it: a split beside changes whose child is not whole in DRAM runs
+    //    again exclusively, and allocated another.)
+    std::byte* left = child.whole_page();
+    NodeHeader h = checked(child, load<NodeHeader>(left + kNodeHeaderOffset));
     Guard sibling = access_.allocate_page();
     // 2. Move the upper part.
-    std::byte* left = child.whole_page();
     std::byte* right = sibling.whole_page();
-    NodeHeader h = checked(child, load<NodeHeader>(left + kNodeHeaderOffset));
     std::uint32_t keep = h.count / 2;
     if (h.is_leaf) {
       const std::uint32_t at = search(child, h.count, key).index;

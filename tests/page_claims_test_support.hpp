@@ -67,26 +67,28 @@ inline std::set<std::uint64_t> keys_of(Rows& table) {
 
 // Reads the closed files without the engine: the named tables' trees validate; returns the
 // pages they hold and, beside, the pages in use (NVM slots where a slot is a page's home, else SSD
-// pages; 3tier's NVM slots must each cache a page that has its SSD page).
+// pages; 3tier's NVM slots must each cache a page that has its SSD page). Value: the tables'
+// row type.
 struct Pages {
   std::uint64_t in_trees = 0;
   std::uint64_t in_use = 0;
 };
-template <typename Access>
+template <typename Value, typename Access>
 void add_trees(Access& access, const Catalog& catalog, std::initializer_list<const char*> tables,
                Pages& pages) {
   for (const char* name : tables) {
     const CatalogEntry* entry = const_cast<Catalog&>(catalog).find(name);
     ASSERT_NE(entry, nullptr) << name;
     Swip root = entry->root;
-    BTree<std::uint64_t, Row, Access> tree(access, root);
+    BTree<std::uint64_t, Value, Access> tree(access, root);
     EXPECT_EQ(tree.validate(), "") << name;
     const BTreeStats stats = tree.stats();
     pages.in_trees += stats.inner_nodes + stats.leaves;
   }
 }
 // `config` names the files, opened as they are (no crash simulation).
-inline Pages pages_of_files(Config config, std::initializer_list<const char*> tables) {
+template <typename Value = Row>
+Pages pages_of_files(Config config, std::initializer_list<const char*> tables) {
   const Architecture arch = config.architecture;
   config.open_mode = OpenMode::kOpenExisting;
   config.nvm_crash_simulation = config.ssd_crash_simulation = false;
@@ -94,7 +96,7 @@ inline Pages pages_of_files(Config config, std::initializer_list<const char*> ta
   if (arch == Architecture::kNvmDirect) {
     std::unique_ptr<NvmTier> tier = open_nvm_tier(config, false);
     NvmDirectAccess direct(*tier);
-    add_trees(direct, Catalog::load(tier->metadata_area()), tables, pages);
+    add_trees<Value>(direct, Catalog::load(tier->metadata_area()), tables, pages);
     pages.in_use = tier->slots_in_use();
     return pages;
   }
@@ -112,8 +114,8 @@ inline Pages pages_of_files(Config config, std::initializer_list<const char*> ta
   options.ssd = ssd.get();
   options.swizzling = false;  // the catalog's root swips are local copies
   BufferManager manager(options);
-  add_trees(manager, Catalog::load(ssd != nullptr ? ssd->metadata() : nvm->metadata_area()), tables,
-            pages);
+  add_trees<Value>(manager, Catalog::load(ssd != nullptr ? ssd->metadata() : nvm->metadata_area()),
+                   tables, pages);
   pages.in_use = ssd != nullptr ? ssd->pages_in_use() : nvm->slots_in_use();
   return pages;
 }

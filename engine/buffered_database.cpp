@@ -209,7 +209,7 @@ std::unique_ptr<Database> open_buffered_database(const Config& config) {
          config.nvm_bytes / kPageSize, config.nvm_bytes);
   // 2. The tiers of this architecture; NVM and SSD files of one database share its id. The
   //    log lives in NVM; ssd-bm has an NVM file for it alone. Opening validates and locks
-  //    every file (architecture, database id, layout) before step 3 writes anything.
+  //    every file (architecture, database id, layout) before step 4 writes anything.
   const bool create = creates_files(config);
   const bool three_tier = config.architecture == Architecture::kThreeTier;
   const bool uses_nvm = three_tier || config.architecture == Architecture::kBasicNvm;
@@ -223,23 +223,26 @@ std::unique_ptr<Database> open_buffered_database(const Config& config) {
   CrashSimulator* nvm_crash = log_home.device().crash_simulator();
   if (SsdCrashSimulator* ssd_crash = ssd ? ssd->crash_simulator() : nullptr; ssd_crash && nvm_crash)
     ssd_crash->set_machine_down_check([nvm_crash] { return nvm_crash->crashed(); });
-  // 3. The log area holds the log and, at its end, the double-write area. The log: new, or
-  //    opened (its end found) for restart; a damaged one is refused before any page changes.
+  // 3. The catalog of a reopened database (as of its last checkpoint), read before anything
+  //    is written: a damaged one is refused with the files as they were.
+  Catalog catalog;
+  if (!create) catalog = Catalog::load(ssd ? ssd->metadata() : nvm->metadata_area());
+  if (nvm != nullptr) nvm->set_claim_generation(catalog.sequence());
+  // 4. The log area holds the log and, at its end, the double-write area. The log: new, or
+  //    opened (its end found) for restart; a damaged one is refused before it writes, and its
+  //    open is the first write. Then the slot header lines a crash left half mirrored.
   const LogAreaParts log_area = split_log_area(log_home.log_area(), config.architecture);
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<LogManager> log = create ? LogManager::create(log_home.device(), log_area.log)
                                            : LogManager::open(log_home.device(), log_area.log);
   const double log_open_seconds = seconds_since(start);
-  // 4. A reopened database mends the pages a crash tore while they were written in place,
+  log_home.mend_header_mirrors();
+  // 5. A reopened database mends the pages a crash tore while they were written in place,
   //    before anything reads them; a new one retires whatever a file it replaced left there.
   auto double_write = std::make_unique<DoubleWriteArea>(log_home.device(), log_area.double_write,
                                                         [ssd = ssd.get()] { ssd->sync(); });
   const DoubleWriteRestore mended =
       double_write->restore(create ? nullptr : nvm.get(), create ? nullptr : ssd.get());
-  // 5. The catalog of a reopened database (as of its last checkpoint).
-  Catalog catalog;
-  if (!create) catalog = Catalog::load(ssd ? ssd->metadata() : nvm->metadata_area());
-  if (nvm != nullptr) nvm->set_claim_generation(catalog.sequence());
   // 6. The buffer manager; opening rebuilds its page table from the NVM slot headers. Pages
   //    go down only after the log (write-ahead rule).
   BufferManagerOptions options;

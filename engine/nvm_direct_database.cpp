@@ -140,13 +140,16 @@ class NvmDirectDatabase final : public DatabaseOver<NvmDirectAccess> {
 std::unique_ptr<Database> open_nvm_direct_database(const Config& config) {
   const bool create = creates_files(config);
   std::unique_ptr<NvmTier> tier = open_nvm_tier(config, create);
+  // The catalog is read, and a damaged one refused, before the log's open writes anything;
+  // the slot header lines a crash left half mirrored are mended after it.
+  Catalog catalog = create ? Catalog{} : Catalog::load(tier->metadata_area());
+  tier->set_claim_generation(catalog.sequence());
   const auto start = std::chrono::steady_clock::now();
   std::unique_ptr<LogManager> log = create ? LogManager::create(tier->device(), tier->log_area())
                                            : LogManager::open(tier->device(), tier->log_area());
   const double log_open_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  Catalog catalog = create ? Catalog{} : Catalog::load(tier->metadata_area());
-  tier->set_claim_generation(catalog.sequence());
+  tier->mend_header_mirrors();
   auto access = std::make_unique<NvmDirectAccess>(*tier);
   auto database = std::make_unique<NvmDirectDatabase>(config, std::move(tier), std::move(access),
                                                       std::move(log), std::move(catalog));

@@ -121,7 +121,7 @@ void NvmTier::load_headers() {
   // 1. Each slot's current header. A torn update leaves the previous version, so a slot with
   //    no intact version is corruption, not a crash: refuse it rather than lose its page.
   mirror_.resize(layout_.slot_count);
-  std::vector<SlotId> unmirrored;
+  unmirrored_.clear();
   for (std::uint64_t id = 0; id < layout_.slot_count; ++id) {
     const auto slot = static_cast<SlotId>(id);
     const NvmSlotHeaderLine::Reading reading = header_lines_[id].read(slot);
@@ -129,13 +129,10 @@ void NvmTier::load_headers() {
       fail("{}: corrupt header of NVM slot {} (neither of its two versions is intact)",
            device_->path(), id);
     mirror_[id] = *reading.current;
-    if (!reading.mirrored) unmirrored.push_back(slot);
+    // A line a crash (or a flipped byte) left with one intact version: mend_header_mirrors.
+    if (!reading.mirrored) unmirrored_.push_back(slot);
   }
-  // 2. A line a crash (or a flipped byte) left with one intact version gets its mirror back
-  //    now: the next update would otherwise overwrite the only intact one first.
-  for (const SlotId slot : unmirrored) stage_mirror(slot);
-  if (!unmirrored.empty()) device_->fence();
-  // 3. The free list, lowest ids on top; what needs its content checked.
+  // 2. The free list, lowest ids on top; what needs its content checked.
   free_slots_.clear();
   content_checked_.assign(layout_.slot_count, 0);
   changed_in_place_.assign(layout_.slot_count, 0);
@@ -143,6 +140,12 @@ void NvmTier::load_headers() {
     if (mirror_[id].is_free()) free_slots_.push_back(static_cast<SlotId>(id));
     if (!mirror_[id].has_page_checksum()) content_checked_[id] = 1;
   }
+}
+
+void NvmTier::mend_header_mirrors() {
+  for (const SlotId slot : unmirrored_) stage_mirror(slot);
+  if (!unmirrored_.empty()) device_->fence();
+  unmirrored_.clear();
 }
 
 bool NvmTier::header_valid(SlotId id) const {
@@ -153,6 +156,8 @@ bool NvmTier::header_valid(SlotId id) const {
 
 NvmSlotHeader NvmTier::stage_header(SlotId id, const NvmSlotHeader& content) {
   assert(id < layout_.slot_count);
+  if (!unmirrored_.empty()) [[unlikely]]
+    mend_header_mirrors();
   // The place of the newest version (the previous mirror): the other place holds the previous
   // update's fenced first write, which a crash tearing this one leaves intact.
   NvmSlotHeader next = content;

@@ -38,8 +38,13 @@ class NvmTier {
   // Formats a new file; a size too small for superblock + log + one slot -> Error.
   static std::unique_ptr<NvmTier> create(const NvmTierOptions& options);
   // Validates magic, version, page size, checksum, architecture, database id and file size ->
-  // Error. Writes nothing.
+  // Error. Writes nothing (mend_header_mirrors writes what a crash left to mend).
   static std::unique_ptr<NvmTier> open(const NvmTierOptions& options);
+  // Gives each slot header line that a crash left with one intact version its mirror back:
+  // the line's next update would otherwise overwrite that version first. A database calls
+  // this once every one of its files is validated, so that a refused open writes nothing;
+  // the first header update does it otherwise (a tier opened alone, by a tool or a test).
+  void mend_header_mirrors();
 
   NvmTier(const NvmTier&) = delete;
   NvmTier& operator=(const NvmTier&) = delete;
@@ -160,6 +165,7 @@ class NvmTier {
   std::uint64_t database_id_;
   NvmSlotHeaderLine* header_lines_;
   std::vector<NvmSlotHeader> mirror_;  // the current version of every slot's header
+  std::vector<SlotId> unmirrored_;     // lines with one intact version, until mended
   std::vector<std::uint8_t> content_checked_;
   std::vector<std::uint8_t> changed_in_place_;  // since its checksum was written
   std::byte* slots_;

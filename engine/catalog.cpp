@@ -86,11 +86,18 @@ CatalogEntry* Catalog::find(std::string_view name) {
   return nullptr;
 }
 
-CatalogEntry& Catalog::add(std::string_view name, std::size_t key_size, std::size_t value_size,
-                           Swip root) {
+void Catalog::check_new_name(std::string_view name) {
   if (name.empty() || name.size() > kMaxNameLength)
     fail("table name '{}' must have 1 to {} characters", name, kMaxNameLength);
+  // Saved names end at their first NUL: "a\0b" would come back as "a".
+  if (name.find('\0') != std::string_view::npos)
+    fail("table name of {} characters contains a NUL character", name.size());
   if (find(name) != nullptr) fail("table '{}' already exists", name);
+}
+
+CatalogEntry& Catalog::add(std::string_view name, std::size_t key_size, std::size_t value_size,
+                           Swip root) {
+  check_new_name(name);
   entries_.push_back(
       std::make_unique<CatalogEntry>(CatalogEntry{std::string(name), key_size, value_size, root}));
   return *entries_.back();

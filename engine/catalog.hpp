@@ -28,6 +28,9 @@ class Catalog {
 
   CatalogEntry* find(std::string_view name);
   // Error when the name exists, is empty or too long, or the catalog is full.
+  // Error unless `name` may name a new table: 1 to kMaxNameLength characters, no NUL, unused.
+  void check_new_name(std::string_view name);
+  // Error where check_new_name refuses the name.
   CatalogEntry& add(std::string_view name, std::size_t key_size, std::size_t value_size, Swip root);
   // Error when missing or when the sizes differ from the table's.
   CatalogEntry& open(std::string_view name, std::size_t key_size, std::size_t value_size);

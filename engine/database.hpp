@@ -13,10 +13,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <typeindex>
 #include <variant>
+#include <vector>
 
 #include "common/counters.hpp"
 #include "engine/config.hpp"
@@ -123,6 +126,11 @@ class Database {
   // than the table's. The root swip stays at its address while the database is open.
   virtual TableBinding bind_table(std::string_view name, std::size_t key_size,
                                   std::size_t value_size, bool create) = 0;
+  // The table's one object (engine/table.hpp), made at its first handle: Error if it is open
+  // with other key and value types of the same sizes. Under the exclusive latch.
+  template <TableKey K, TableValue V>
+  std::shared_ptr<TableInterface<K, V>> table_object(const TableBinding& binding,
+                                                     std::string_view name);
   virtual TransactionManager& transactions() = 0;
   virtual const TransactionManager& transactions() const = 0;
   // What counters() and memory_usage() return, read with no operation running.
@@ -130,6 +138,16 @@ class Database {
   virtual MemoryUsage collect_memory_usage() const = 0;
   Config config_;
   bool crash_on_close_ = false;
+  // One object per table (by table id), shared by every handle of it: the root page it last
+  // logged, the rows its unfinished transactions removed, and the undo steps of open
+  // transactions, which point at it. Kept while the database is open, so a transaction may
+  // outlive the handles it changed the table through. (Separate objects per handle missed
+  // each other's root changes and removes.) The subclass lets go of them before its storage.
+  struct OpenTable {
+    std::type_index type;
+    std::shared_ptr<void> object;
+  };
+  std::vector<std::optional<OpenTable>> open_tables_;
 };
 
 }  // namespace tristore

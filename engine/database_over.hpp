@@ -36,11 +36,15 @@ class DatabaseOver : public Database, protected DurableStore {
                                           std::is_same_v<Access, BufferManager>);
   }
 
+  // The tables' objects go before the context and the transaction manager they use.
+  ~DatabaseOver() override { open_tables_.clear(); }
+
   TableBinding bind_table(std::string_view name, std::size_t key_size, std::size_t value_size,
                           bool create) override {
     CatalogEntry* entry;
     if (create) {
-      if (catalog_.find(name) != nullptr) fail("table '{}' already exists", name);
+      // Before the root is allocated: a root made for a refused name would be in no tree.
+      catalog_.check_new_name(name);
       before_create_table();
       // Not logged, as a bulk load (BTreeTable::bulk_load): a checkpoint before keeps the frees
       // of the page the root takes out of the log that restart reads after a crash.

@@ -82,17 +82,32 @@ class Table {
 };
 
 template <TableKey K, TableValue V>
+std::shared_ptr<TableInterface<K, V>> Database::table_object(const TableBinding& binding,
+                                                             std::string_view name) {
+  if (binding.table_id >= open_tables_.size()) open_tables_.resize(binding.table_id + 1);
+  std::optional<OpenTable>& open = open_tables_[binding.table_id];
+  if (open) {
+    if (open->type != typeid(TableInterface<K, V>))
+      fail("table '{}' is open with other key and value types (of the same sizes)", name);
+    return std::static_pointer_cast<TableInterface<K, V>>(open->object);
+  }
+  std::shared_ptr<TableInterface<K, V>> table = make_btree_table<K, V>(binding);
+  open.emplace(OpenTable{typeid(TableInterface<K, V>), table});
+  return table;
+}
+
+template <TableKey K, TableValue V>
 Table<K, V> Database::create_table(std::string_view name) {
   const OperationLatch::Exclusive latched(transactions().latch());
   TableBinding binding = bind_table(name, sizeof(K), sizeof(V), true);
-  return Table<K, V>(make_btree_table<K, V>(binding));
+  return Table<K, V>(table_object<K, V>(binding, name));
 }
 
 template <TableKey K, TableValue V>
 Table<K, V> Database::open_table(std::string_view name) {
   const OperationLatch::Exclusive latched(transactions().latch());
   TableBinding binding = bind_table(name, sizeof(K), sizeof(V), false);
-  auto table = make_btree_table<K, V>(binding);
+  std::shared_ptr<TableInterface<K, V>> table = table_object<K, V>(binding, name);
   binding.transactions->undo_pending(*table);
   return Table<K, V>(std::move(table));
 }

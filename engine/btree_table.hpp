@@ -822,16 +822,12 @@ class BTreeTable final : public TableInterface<K, V> {
                 Context::max_operation_log_bytes(height_->height), undo_table);
       try {
         const bool changed = change();
-        if (log.root_may_change()) {
-          // (Written only where the root moved: a split beside others' reads it too.)
-          if (const PageId root = root_page_id(); root != root_page_) {
-            log.note_root(table_id_, root);
-            root_page_ = root;
-          }
-        }
+        log_root_move(log);
         log.end();
         return changed;
       } catch (...) {
+        // Logged as far as it got: a root that grew before the failure too.
+        log_root_move(log);
         log.abandon();
         throw;
       }
@@ -839,6 +835,16 @@ class BTreeTable final : public TableInterface<K, V> {
       (void)log;
       (void)undo_table;
       return change();
+    }
+  }
+
+  template <typename Log>
+  void log_root_move(Log& log) {
+    if (!log.root_may_change()) return;
+    // (Written only where the root moved: a split beside others' reads it too.)
+    if (const PageId root = root_page_id(); root != root_page_) {
+      log.note_root(table_id_, root);
+      root_page_ = root;
     }
   }
 

@@ -471,8 +471,11 @@ class BTree {
       } else if (key < load<K>(p)) {
         hi = first;
       } else {
+        // Bounded though keys[last] > key: a node read unlatched may change between the two
+        // reads of keys[last] (a torn memmove of a split beside), and the loop must not leave
+        // the group it read.
         lo = first + 1;
-        for (p += sizeof(K); !(key < load<K>(p)); p += sizeof(K)) ++lo;
+        for (p += sizeof(K); lo < last && !(key < load<K>(p)); p += sizeof(K)) ++lo;
         return lo;
       }
     }

@@ -761,6 +761,13 @@ class BTree {
       Swip::store(*as_swips(node.write(offset, sizeof(Swip))), swip);
   }
 
+  // All of `node` loaded where its lines would load at their first write (3tier's mini pages
+  // and cache lines), so that a load that fails (its eviction's write-back) fails before a
+  // change that writes it and other nodes begins. Elsewhere nodes are whole when fixed.
+  static void make_whole(Guard& node) {
+    if constexpr (requires { node.make_whole(); }) node.make_whole();
+  }
+
   // Removes key i and swip i + 1 of an inner node.
   void erase_from_inner(Guard& node, std::uint32_t count, std::uint32_t i) {
     std::byte* keys = node.write(Inner::key_offset(i), (count - i) * sizeof(K));
@@ -781,12 +788,14 @@ class BTree {
   // of moving half a leaf at every split (pages filled full, and far less logged).
   Guard split_child(Guard& parent, std::uint32_t parent_count, std::uint32_t i, Guard& child,
                     const K& key) {
-    // 1. The child whole and checked, then the sibling allocated: if any of them fails, nothing
-    //    has changed. (A sibling allocated before a failure would be in no tree, for good once
-    //    a checkpoint wrote it: a split beside changes whose child is not whole in DRAM runs
-    //    again exclusively, and allocated another.)
+    // 1. The child whole and checked, the parent whole, then the sibling allocated: if any of
+    //    them fails, nothing has changed. (A sibling allocated before a failure would be in no
+    //    tree, for good once a checkpoint wrote it: a split beside changes whose child is not
+    //    whole in DRAM runs again exclusively, and allocated another. A parent whose lines
+    //    loaded at its write, last, could fail there with the child already halved.)
     std::byte* left = child.whole_page();
     NodeHeader h = checked(child, load<NodeHeader>(left + kNodeHeaderOffset));
+    make_whole(parent);
     Guard sibling = access_.allocate_page();
     // 2. Move the upper part.
     std::byte* right = sibling.whole_page();
@@ -918,8 +927,10 @@ class BTree {
 
   // Appends `right` (swip l + 1) to `left` (swip l), frees `right`, unlinks it from `parent`.
   void merge(Guard& parent, std::uint32_t parent_count, std::uint32_t l, Guard& left, Guard right) {
+    // All three whole before anything changes, as in split_child.
     std::byte* lp = left.whole_page();
     std::byte* rp = right.whole_page();
+    make_whole(parent);
     NodeHeader lh = checked(left, load<NodeHeader>(lp + kNodeHeaderOffset));
     NodeHeader rh = checked(right, load<NodeHeader>(rp + kNodeHeaderOffset));
     std::uint32_t merged;
@@ -963,11 +974,13 @@ class BTree {
   }
 
   void absorb_only_child(Guard& root, Guard child, const NodeHeader& ch) {
+    // Both whole before anything changes, as in split_child.
+    std::byte* cp = child.whole_page();
+    make_whole(root);
     if (ch.is_leaf) {
       // Leaves hold no swips: copy out, free the child (its swip still in place), copy in.
       std::unique_ptr<std::byte[]> image(new std::byte[kPageSize - kNodeHeaderOffset]);
-      std::memcpy(image.get(), child.whole_page() + kNodeHeaderOffset,
-                  kPageSize - kNodeHeaderOffset);
+      std::memcpy(image.get(), cp + kNodeHeaderOffset, kPageSize - kNodeHeaderOffset);
       access_.free_page(std::move(child));
       std::memcpy(root.whole_page() + kNodeHeaderOffset, image.get(),
                   kPageSize - kNodeHeaderOffset);
@@ -978,7 +991,6 @@ class BTree {
     Swip* first = as_swips(root.write(Inner::swip_offset(0), sizeof(Swip)));
     access_.move_swips(root, Inner::swip_offset(kInnerCapacity), &root, first, 1);
     // 2. Take over keys and grandchildren.
-    std::byte* cp = child.whole_page();
     std::memcpy(root.write(Inner::key_offset(0), ch.count * sizeof(K)), cp + Inner::key_offset(0),
                 ch.count * sizeof(K));
     access_.move_swips(root, Inner::swip_offset(0), &child, as_swips(cp + Inner::swip_offset(0)),

@@ -583,6 +583,9 @@ class LoggedAccess {
       if (log_->active()) log_->before_image(inner_, 0, kPageSize);
       return inner_.whole_page();
     }
+    // Nothing written, so nothing logged.
+    void make_whole() requires requires(InnerGuard& inner) { inner.make_whole(); }
+    { inner_.make_whole(); }
     // BTree::change_leaf: logged as the change itself where possible (OperationLog).
     void change_leaf(const LeafChange& change, const std::byte* key, const std::byte* bytes) {
       claim_leaf_change_writes(inner_, change);  // before its undo is taken

@@ -62,6 +62,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/byte_range.hpp"
 #include "common/changes_beside_counts.hpp"
 #include "common/counters.hpp"
 #include "common/reader_slots.hpp"
@@ -495,6 +496,15 @@ class BufferManager::Guard {
     return bytes;
   }
   std::byte* whole_page() { return manager_->whole_page(frame_); }
+  // Every line resident before a change begins (the B-tree's splits and merges): a load that
+  // fails, its eviction's write-back failing, then changes nothing.
+  void make_whole() { manager_->whole_page(frame_); }
+  // The same for a leaf change (btree/leaf_change.hpp): each run it writes resident before its
+  // first write, so that it never stops with its keys shifted and its values not.
+  void claim_writes(std::span<const ByteRange> runs) {
+    if (whole_ != nullptr) return;
+    for (const ByteRange& run : runs) manager_->make_resident(frame_, run.offset, run.length);
+  }
   void mark_dirty(std::uint32_t offset, std::uint32_t length) {
     manager_->mark_dirty(frame_, offset, length);
   }

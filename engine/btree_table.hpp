@@ -175,6 +175,10 @@ class BTreeTable final : public TableInterface<K, V> {
   void bulk_load(std::size_t count, const Generate& generate, double fill_factor) override {
     const TransactionManager::AbortsDeferredHere after_generate(transactions_);
     const OperationLatch::Exclusive latched(transactions_.latch());
+    // Empty but for rows an unfinished transaction removed: its abort would put them back
+    // over the loaded ones.
+    if (removed_rows_.any())
+      fail("bulk_load: rows of the table were removed by unfinished transactions");
     transactions_.checkpoint();
     tree_.bulk_load(count, generate, fill_factor, [&, old_root = root_page_id()] {
       transactions_.free_with_next_catalog(old_root);

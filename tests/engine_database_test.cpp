@@ -15,6 +15,7 @@
 #include "engine/database.hpp"
 #include "engine/storage_files.hpp"
 #include "engine/table.hpp"
+#include "engine/transaction.hpp"
 
 using namespace tristore;
 
@@ -75,6 +76,31 @@ TEST(EngineDatabase, OpenTableSharesTheRootWithCreateTable) {
   std::uint32_t v = 0;
   ASSERT_TRUE(opened.get(4999, v));
   EXPECT_EQ(v, 5000u);
+}
+
+// A table whose rows an unfinished transaction removed looks empty, but its abort puts them
+// back: a bulk load then would have its rows overwritten by that undo (found by a review).
+TEST(EngineDatabase, BulkLoadIntoATableAnUnfinishedTransactionEmptiedIsAnError) {
+  auto db = Database::open(main_memory_config());
+  auto t = db->create_table<std::uint32_t, std::uint32_t>("t");
+  ASSERT_TRUE(t.insert(5, 50));
+  Transaction remover = db->begin();
+  ASSERT_TRUE(t.remove(remover, 5));
+  const auto load = [&] {
+    t.bulk_load(10, [](std::size_t i, std::uint32_t& k, std::uint32_t& v) {
+      k = static_cast<std::uint32_t>(i);
+      v = static_cast<std::uint32_t>(i);
+    });
+  };
+  EXPECT_THROW(load(), Error);
+  remover.abort();
+  std::uint32_t v = 0;
+  ASSERT_TRUE(t.get(5, v));
+  EXPECT_EQ(v, 50u) << "the abort's row";
+  ASSERT_TRUE(t.remove(5));
+  EXPECT_NO_THROW(load());
+  ASSERT_TRUE(t.get(5, v));
+  EXPECT_EQ(v, 5u);
 }
 
 TEST(EngineDatabase, CatalogErrorsAreOneLineErrors) {

@@ -27,7 +27,6 @@ class Catalog {
   static constexpr std::size_t kMaxNameLength = 47;
 
   CatalogEntry* find(std::string_view name);
-  // Error when the name exists, is empty or too long, or the catalog is full.
   // Error unless `name` may name a new table: 1 to kMaxNameLength characters, no NUL, unused.
   void check_new_name(std::string_view name);
   // Error where check_new_name refuses the name.

@@ -45,6 +45,18 @@ const Configuration kConfigurations[] = {
     {"ssd_bm", false, true, false, false, false},
 };
 
+// A pool of 6 frames over `tiers`, as the configuration has it.
+BufferManagerOptions six_frames_over(tristore::testing::TestTiers& tiers, const Configuration& c) {
+  BufferManagerOptions options;
+  options.dram_bytes = 6 * FramePool::kSlabBytes;
+  options.nvm = tiers.nvm.get();
+  options.ssd = tiers.ssd.get();
+  options.cache_line_grained = c.cache_line_grained;
+  options.mini_pages = c.mini_pages;
+  options.swizzling = c.swizzling;
+  return options;
+}
+
 class BTreeOverBufferManager : public ::testing::TestWithParam<Configuration> {};
 
 }  // namespace
@@ -54,13 +66,7 @@ TEST_P(BTreeOverBufferManager, RandomOperationsWithAFewFramesMatchStdMap) {
   const std::uint64_t seed = testing_support::test_seed();
   // 6 frames of DRAM, 24 NVM slots (basic-nvm: every page), the rest on SSD.
   tristore::testing::TestTiers tiers(c.name, c.nvm ? (c.ssd ? 24 : 400) : 0, c.ssd ? 2000 : 0);
-  BufferManagerOptions options;
-  options.dram_bytes = 6 * FramePool::kSlabBytes;
-  options.nvm = tiers.nvm.get();
-  options.ssd = tiers.ssd.get();
-  options.cache_line_grained = c.cache_line_grained;
-  options.mini_pages = c.mini_pages;
-  options.swizzling = c.swizzling;
+  BufferManagerOptions options = six_frames_over(tiers, c);
   BufferManager manager(options);
   Swip root = Tree::create(manager);
   Tree tree(manager, root);
@@ -128,13 +134,7 @@ TEST_P(BTreeOverBufferManager, ChangesWhoseLoadsFailLeaveTheTreeWhole) {
   std::mt19937_64 rng(seed);
   bool failing = false;
   std::uint64_t failures = 0;
-  BufferManagerOptions options;
-  options.dram_bytes = 6 * FramePool::kSlabBytes;
-  options.nvm = tiers.nvm.get();
-  options.ssd = tiers.ssd.get();
-  options.cache_line_grained = c.cache_line_grained;
-  options.mini_pages = c.mini_pages;
-  options.swizzling = c.swizzling;
+  BufferManagerOptions options = six_frames_over(tiers, c);
   options.before_write_back = [&](Lsn) {
     if (failing && rng() % 2 == 0) {
       ++failures;

@@ -35,17 +35,11 @@ class RecordingPages final : public DurableStore {
 
 class BeforeImages : public ::testing::Test {
  protected:
-  // Transactions as their records name them; the manager's bookkeeping is not under test.
   static TransactionState transaction(TxnId id) {
-    TransactionState txn;
-    txn.reset(id);
-    return txn;
+    return testing_support::LogOnly::transaction(id);
   }
   void before_image(TransactionState& txn, PageId page, std::uint32_t offset) {
-    const RedoPageBytes header{page, offset, 8};
-    const std::byte bytes[8] = {};
-    manager_->append_chained(txn, LogRecordType::kPageBeforeImage,
-                             {std::as_bytes(std::span(&header, 1)), std::span(bytes)});
+    logged_.before_image(txn, page, offset);
   }
   void record(TransactionState& txn, LogRecordType type) {
     manager_->append_chained(txn, type, {});
@@ -113,15 +107,7 @@ TEST_F(BeforeImages, AnyLaterRecordOfTheTransactionEndsItsOperation) {
 // Found by a review of the restart code: restart logged nothing after them.
 TEST_F(BeforeImages, AreNotPutBackAgainByTheNextRestart) {
   TransactionState loser = transaction(1);
-  const UndoLogical undo{.table_id = 5,
-                         .operation = UndoOperation::kInsert,
-                         .reserved = 0,
-                         .key_size = 8,
-                         .before_size = 0,
-                         .reserved2 = 0};
-  const std::byte key[8] = {};
-  manager_->append_chained(loser, LogRecordType::kUndoLogical,
-                           {std::as_bytes(std::span(&undo, 1)), std::span(key)});
+  logged_.insert_undo(loser);
   before_image(loser, 7, 0);
   EXPECT_EQ(restart(), (Restored{{7, 0}}));
   EXPECT_EQ(restart(), Restored{}) << "put back over what ran since the first restart";

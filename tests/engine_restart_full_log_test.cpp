@@ -41,26 +41,7 @@ class RestartWithAFullLog : public ::testing::Test {
   static constexpr std::uint64_t kLeftFree = 40;
 
   static TransactionState transaction(TxnId id) {
-    TransactionState txn;
-    txn.reset(id);
-    return txn;
-  }
-  void undo_record(TransactionState& txn) {
-    const UndoLogical undo{.table_id = 5,
-                           .operation = UndoOperation::kInsert,
-                           .reserved = 0,
-                           .key_size = 8,
-                           .before_size = 0,
-                           .reserved2 = 0};
-    const std::byte key[8] = {};
-    manager_->append_chained(txn, LogRecordType::kUndoLogical,
-                             {std::as_bytes(std::span(&undo, 1)), std::span(key)});
-  }
-  void before_image(TransactionState& txn, PageId page) {
-    const RedoPageBytes header{page, 0, 8};
-    const std::byte bytes[8] = {};
-    manager_->append_chained(txn, LogRecordType::kPageBeforeImage,
-                             {std::as_bytes(std::span(&header, 1)), std::span(bytes)});
+    return testing_support::LogOnly::transaction(id);
   }
   // Records of no transaction, which restart reads past.
   void filler(std::uint64_t payload_bytes) {
@@ -109,7 +90,7 @@ TEST_F(RestartWithAFullLog, AFullLogDuringRestartKeepsTheLosersItHasNotCollected
   checkpoint_keeping_the_start();
   TransactionState empty = transaction(1), loser = transaction(2);
   manager_->append_chained(empty, LogRecordType::kRedoOperation, {});
-  undo_record(loser);
+  logged_.insert_undo(loser);
   fill_the_log();
 
   CountingPages first_pages;
@@ -128,8 +109,8 @@ TEST_F(RestartWithAFullLog, AFullLogDuringRestartKeepsTheLosersItHasNotCollected
 TEST_F(RestartWithAFullLog, TheRecordAfterPutBackBeforeImagesKeepsItsLoser) {
   checkpoint_keeping_the_start();
   TransactionState loser = transaction(1);
-  undo_record(loser);
-  before_image(loser, 7);
+  logged_.insert_undo(loser);
+  logged_.before_image(loser, 7);
   fill_the_log();
 
   CountingPages first_pages;
